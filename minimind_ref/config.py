@@ -1,0 +1,176 @@
+"""MiniMindConfig: every size and switch of the model, checked when it is made.
+
+The field names are MiniMind's (github jingyaogong/minimind, `model/model_minimind.py`), so a
+learner can read its config next to this one. The defaults are MiniMind2's, the layout that the
+course's source notes describe: hidden 512, 8 layers, 8 query heads sharing 2 key/value heads
+(grouped-query attention), a 6400-token vocabulary and RoPE with base 1e6.
+
+One field is ours: `qk_norm`. False gives MiniMind2 (no normalisation of q and k); True gives
+MiniMind3's per-head RMSNorm on q and k before RoPE, the layout of Qwen3.
+
+A config that cannot build a working model is refused here, with a message that names the field
+and the rule it broke, instead of failing later as a bare shape error deep inside torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+# MiniMind's YaRN settings, used when `inference_rope_scaling=True`: extend the 2048 positions
+# the model was trained on by a factor of 16 at inference time (module 06 teaches them).
+MINIMIND_YARN: dict[str, Any] = {
+    "type": "yarn",
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "factor": 16,
+    "original_max_position_embeddings": 2048,
+    "attention_factor": 1.0,
+}
+
+_YARN_KEYS = set(MINIMIND_YARN)
+
+
+def minimind_intermediate_size(hidden_size: int) -> int:
+    """The feed-forward width MiniMind2 derives from the hidden size.
+
+    SwiGLU has three weight matrices instead of two, so LLaMA-style models shrink the usual 4x
+    width to 8/3 x to keep the parameter count, then round up to a multiple of 64. For hidden
+    512 this is 1408 (int(512 * 8 / 3) = 1365, rounded up to the next multiple of 64).
+    """
+    return 64 * math.ceil(int(hidden_size * 8 / 3) / 64)
+
+
+class ConfigError(ValueError):
+    """A MiniMindConfig field breaks a rule; the message names the field and the fix."""
+
+
+@dataclass
+class MiniMindConfig:
+    """Sizes and switches of a MiniMind model (MiniMind2 defaults; see the module docstring).
+
+    `head_dim` and `intermediate_size` may be left as None: they are then derived as MiniMind
+    derives them (hidden_size // num_attention_heads, and `minimind_intermediate_size`).
+    `num_key_value_heads` picks the attention variant: equal to `num_attention_heads` is MHA,
+    1 is MQA, anything in between that divides it is GQA (module 04).
+    """
+
+    hidden_size: int = 512
+    num_hidden_layers: int = 8
+    num_attention_heads: int = 8
+    num_key_value_heads: int | None = 2
+    head_dim: int | None = None
+    intermediate_size: int | None = None
+    vocab_size: int = 6400
+    max_position_embeddings: int = 32768
+    rope_theta: float = 1e6
+    inference_rope_scaling: bool = False
+    rope_scaling: dict | None = None
+    rms_norm_eps: float = 1e-5
+    dropout: float = 0.0
+    flash_attn: bool = True
+    tie_word_embeddings: bool = True
+    qk_norm: bool = False
+    hidden_act: str = "silu"
+    bos_token_id: int = 1
+    eos_token_id: int = 2
+    initializer_range: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.inference_rope_scaling and self.rope_scaling is None:
+            self.rope_scaling = dict(MINIMIND_YARN)
+        self._validate_sizes()
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        if self.intermediate_size is None:
+            self.intermediate_size = minimind_intermediate_size(self.hidden_size)
+        self._validate_derived()
+        if self.rope_scaling is not None:
+            self.rope_scaling = _validated_rope_scaling(self.rope_scaling)
+
+    # -- validation -------------------------------------------------------------------------
+    def _validate_sizes(self) -> None:
+        for name in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "num_key_value_heads", "vocab_size", "max_position_embeddings"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        for name in ("head_dim", "intermediate_size"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer or None (derived), got {value!r}.")
+        h, kv = self.num_attention_heads, self.num_key_value_heads
+        if kv > h:
+            raise ConfigError(
+                f"num_key_value_heads ({kv}) is larger than num_attention_heads ({h}): each "
+                f"key/value head is shared by a group of query heads, so use at most {h}.")
+        if h % kv:
+            divisors = [d for d in range(1, h + 1) if h % d == 0]
+            raise ConfigError(
+                f"num_attention_heads ({h}) is not divisible by num_key_value_heads ({kv}): "
+                f"query heads are split into equal groups that share one key/value head. "
+                f"Valid num_key_value_heads for {h} heads: {divisors}.")
+        if self.head_dim is None and self.hidden_size % h:
+            raise ConfigError(
+                f"hidden_size ({self.hidden_size}) is not divisible by num_attention_heads ({h}), "
+                f"so head_dim cannot be derived: choose a hidden_size that is a multiple of {h}, "
+                f"or set head_dim explicitly.")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}.")
+        if not self.rope_theta > 1.0:
+            raise ConfigError(f"rope_theta must be greater than 1, got {self.rope_theta!r}.")
+        if not self.rms_norm_eps > 0.0:
+            raise ConfigError(f"rms_norm_eps must be positive, got {self.rms_norm_eps!r}.")
+        if self.hidden_act != "silu":
+            raise ConfigError(f"hidden_act must be 'silu' (SwiGLU, as MiniMind), got {self.hidden_act!r}.")
+
+    def _validate_derived(self) -> None:
+        if self.head_dim % 2:
+            raise ConfigError(
+                f"head_dim ({self.head_dim}) must be even: RoPE rotates pairs of dimensions.")
+
+    # -- conveniences -----------------------------------------------------------------------
+    @property
+    def num_key_value_groups(self) -> int:
+        """How many query heads share each key/value head (1 for MHA, all of them for MQA)."""
+        return self.num_attention_heads // self.num_key_value_heads
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes: Any) -> "MiniMindConfig":
+        """A copy with some fields changed, validated again (derived fields are re-derived
+        unless given)."""
+        fields = self.to_dict()
+        fields.update(changes)
+        return MiniMindConfig(**fields)
+
+
+def _validated_rope_scaling(rope_scaling: dict) -> dict:
+    if not isinstance(rope_scaling, dict):
+        raise ConfigError(f"rope_scaling must be a dict (or None), got {type(rope_scaling).__name__}.")
+    unknown = set(rope_scaling) - _YARN_KEYS
+    if unknown:
+        raise ConfigError(
+            f"rope_scaling has unknown keys {sorted(unknown)}; MiniMind's YaRN uses {sorted(_YARN_KEYS)}.")
+    merged = {**MINIMIND_YARN, **rope_scaling}
+    if merged["type"] != "yarn":
+        raise ConfigError(f"rope_scaling['type'] must be 'yarn', got {merged['type']!r}.")
+    if not merged["factor"] >= 1:
+        raise ConfigError(f"rope_scaling['factor'] must be at least 1, got {merged['factor']!r}.")
+    if not merged["beta_fast"] > merged["beta_slow"] > 0:
+        raise ConfigError(
+            f"rope_scaling needs beta_fast > beta_slow > 0 (rotations that bound the ramp), "
+            f"got beta_fast={merged['beta_fast']!r}, beta_slow={merged['beta_slow']!r}.")
+    orig = merged["original_max_position_embeddings"]
+    if isinstance(orig, bool) or not isinstance(orig, int) or orig < 1:
+        raise ConfigError(
+            f"rope_scaling['original_max_position_embeddings'] must be a positive integer, got {orig!r}.")
+    if not merged["attention_factor"] > 0:
+        raise ConfigError(
+            f"rope_scaling['attention_factor'] must be positive, got {merged['attention_factor']!r}.")
+    return merged

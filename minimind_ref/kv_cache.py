@@ -1,0 +1,121 @@
+"""The KV cache: keep every layer's keys and values so that decoding computes each token once
+(module 07).
+
+Without a cache, producing token t+1 re-runs the model over all t tokens before it. With one, the
+new token's query attends to keys and values that were stored when the earlier tokens went
+through; only the new token's own projections are computed.
+
+Storage: per layer, one preallocated tensor for keys and one for values, [B, H_kv, capacity, D],
+filled from the left. Writing into preallocated storage costs only the new token's bytes; growing
+by `torch.cat` would copy the whole cache at every step (module 07 measures both). When the
+capacity runs out it doubles, so the copying is amortised. Only the key/value heads are stored:
+with GQA that is H / H_kv times less memory than caching one K and V per query head.
+
+Bytes per cached token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .config import MiniMindConfig
+
+DEFAULT_CAPACITY = 256
+
+
+class CacheError(ValueError):
+    """A KV cache used with inputs it cannot hold; the message says which and why."""
+
+
+class KVCache:
+    def __init__(self, config: MiniMindConfig, batch_size: int, capacity: int | None = None):
+        if batch_size < 1:
+            raise CacheError(f"KVCache batch_size must be positive, got {batch_size}.")
+        self.num_layers = config.num_hidden_layers
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = config.head_dim
+        self.max_length = config.max_position_embeddings
+        self.batch_size = batch_size
+        self.capacity = min(capacity or DEFAULT_CAPACITY, self.max_length)
+        self.keys: list[torch.Tensor | None] = [None] * self.num_layers  # [B, H_kv, capacity, D]
+        self.values: list[torch.Tensor | None] = [None] * self.num_layers
+        self.lengths = [0] * self.num_layers
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """How many positions layer `layer_idx` has cached (all layers agree between forwards)."""
+        return self.lengths[layer_idx]
+
+    def __len__(self) -> int:
+        return self.get_seq_length()
+
+    def check_input(self, batch_size: int, new_tokens: int) -> None:
+        """Refuse, before any layer runs, a batch this cache was not built for or a length past
+        the model's positions."""
+        if batch_size != self.batch_size:
+            raise CacheError(
+                f"this KV cache was built for batch size {self.batch_size}, but the input has batch "
+                f"size {batch_size}: a cache belongs to one batch of sequences; start a new one "
+                f"(past_key_values=None) for a different batch.")
+        if len(self) + new_tokens > self.max_length:
+            raise CacheError(
+                f"the KV cache holds {len(self)} positions and {new_tokens} more would pass "
+                f"max_position_embeddings ({self.max_length}).")
+
+    def update(self, layer_idx: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append the new keys and values [B, H_kv, T, D] of one layer; return all of that layer's
+        keys and values so far, [B, H_kv, cached + T, D] (views into the storage, no copy)."""
+        expected = (self.batch_size, self.num_kv_heads, k.shape[2], self.head_dim)
+        if tuple(k.shape) != expected or k.shape != v.shape:
+            raise CacheError(
+                f"KVCache.update expects keys and values of shape [batch, kv_heads, new_tokens, "
+                f"head_dim] = {expected}, got k {tuple(k.shape)} and v {tuple(v.shape)}.")
+        start = self.lengths[layer_idx]
+        end = start + k.shape[2]
+        if end > self.max_length:
+            raise CacheError(f"the KV cache would hold {end} positions, past max_position_embeddings ({self.max_length}).")
+        if self.keys[layer_idx] is None or end > self.keys[layer_idx].shape[2]:
+            self._grow(layer_idx, end, like=k)
+        self.keys[layer_idx][:, :, start:end] = k
+        self.values[layer_idx][:, :, start:end] = v
+        self.lengths[layer_idx] = end
+        return self.keys[layer_idx][:, :, :end], self.values[layer_idx][:, :, :end]
+
+    def _grow(self, layer_idx: int, needed: int, like: torch.Tensor) -> None:
+        """(Re)allocate a layer's storage for at least `needed` positions, doubling, and copy
+        what it held."""
+        old_k, old_v = self.keys[layer_idx], self.values[layer_idx]
+        capacity = self.capacity if old_k is None else old_k.shape[2]
+        while capacity < needed:
+            capacity *= 2
+        capacity = min(capacity, self.max_length)
+        shape = (self.batch_size, self.num_kv_heads, capacity, self.head_dim)
+        new_k = torch.empty(shape, dtype=like.dtype, device=like.device)
+        new_v = torch.empty(shape, dtype=like.dtype, device=like.device)
+        if old_k is not None:
+            held = self.lengths[layer_idx]
+            new_k[:, :, :held] = old_k[:, :, :held]
+            new_v[:, :, :held] = old_v[:, :, :held]
+        self.keys[layer_idx], self.values[layer_idx] = new_k, new_v
+
+    def layer(self, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The cached keys and values of one layer, [B, H_kv, length, D]."""
+        if self.keys[layer_idx] is None:
+            raise CacheError(f"layer {layer_idx} of the KV cache holds nothing yet.")
+        end = self.lengths[layer_idx]
+        return self.keys[layer_idx][:, :, :end], self.values[layer_idx][:, :, :end]
+
+    def nbytes(self) -> int:
+        """Bytes of the cached positions (what the formula in the module docstring counts)."""
+        total = 0
+        for k, length in zip(self.keys, self.lengths):
+            if k is not None:
+                total += 2 * k.shape[0] * k.shape[1] * length * k.shape[3] * k.element_size()
+        return total
+
+    def allocated_nbytes(self) -> int:
+        """Bytes the storage actually takes, spare capacity included."""
+        return sum(t.nbytes for t in self.keys + self.values if t is not None)
+
+    def __repr__(self) -> str:
+        return (f"KVCache(layers={self.num_layers}, batch={self.batch_size}, kv_heads={self.num_kv_heads}, "
+                f"head_dim={self.head_dim}, length={len(self)}, capacity={self.capacity})")

@@ -1,0 +1,97 @@
+"""Rotary position embeddings (RoPE, arXiv 2104.09864) with MiniMind's YaRN scaling (module 06).
+
+Attention by itself cannot tell positions apart (module 01). RoPE rotates each query and key by an
+angle proportional to its position, one angle per pair of dimensions, at geometric frequencies
+theta_i = base^(-2i/dim). The dot product of a query rotated by m and a key rotated by n then
+depends on m - n only: relative position, with nothing added to the values.
+
+This file uses the "rotate-half" layout of MiniMind and transformers: dimension i is paired with
+dimension i + dim/2 (not with its neighbour i + 1, as the paper's complex-number form does). Both
+are the same rotation up to a fixed permutation of dimensions; module 06 proves it numerically.
+
+YaRN (arXiv 2309.00071) stretches a model to longer contexts than it was trained on: frequencies
+that turn many times within the trained length are kept (they carry local order), frequencies
+that turn less than once are divided by `factor` (interpolated, so long distances map onto angles
+seen in training), and a linear ramp blends the two in between.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def rope_inverse_frequencies(dim: int, rope_base: float) -> torch.Tensor:
+    """theta_i = rope_base^(-2i/dim) for i = 0 .. dim/2 - 1: one angular speed per pair. [dim/2]"""
+    return 1.0 / (rope_base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+
+
+def yarn_correction_dim(num_rotations: float, dim: int, rope_base: float, original_max: int) -> float:
+    """The (fractional) pair index whose frequency turns `num_rotations` times over `original_max`
+    positions: solve original_max * theta_i / (2 pi) = num_rotations for i."""
+    return dim * math.log(original_max / (num_rotations * 2 * math.pi)) / (2 * math.log(rope_base))
+
+
+def yarn_ramp(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
+    """How much each pair is interpolated, in [0, 1]: 0 keeps the frequency, 1 divides it by the
+    factor. Pairs below `low` (fast: more than beta_fast turns) get 0, pairs above `high` (slow:
+    fewer than beta_slow turns) get 1, linear in between. [dim/2]"""
+    orig = rope_scaling["original_max_position_embeddings"]
+    low = max(math.floor(yarn_correction_dim(rope_scaling["beta_fast"], dim, rope_base, orig)), 0)
+    high = min(math.ceil(yarn_correction_dim(rope_scaling["beta_slow"], dim, rope_base, orig)), dim // 2 - 1)
+    pair = torch.arange(dim // 2, dtype=torch.float32)
+    return torch.clamp((pair - low) / max(high - low, 0.001), 0.0, 1.0)
+
+
+def precompute_freqs_cis(
+    dim: int, end: int = 32 * 1024, rope_base: float = 1e6, rope_scaling: dict | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of every position's angles, each [end, dim], in rotate-half layout.
+
+    Row p holds cos(p * theta_i) for i = 0 .. dim/2 - 1, then the same half again (dimension i
+    and i + dim/2 form a pair and share an angle). With `rope_scaling` (YaRN), the frequencies are
+    rescaled only when the table reaches past the trained length (`end` greater than
+    `original_max_position_embeddings`); within it, plain RoPE is already right. The result is
+    multiplied by `attention_factor` (1.0 in MiniMind), which scales every attention score by its
+    square.
+    """
+    if dim % 2 or dim < 2:
+        raise ValueError(f"precompute_freqs_cis: dim must be a positive even number (pairs of dimensions), got {dim}.")
+    if end < 1:
+        raise ValueError(f"precompute_freqs_cis: end (number of positions) must be positive, got {end}.")
+    freqs = rope_inverse_frequencies(dim, rope_base)  # [dim/2]
+    attention_factor = 1.0
+    if rope_scaling is not None:
+        attention_factor = rope_scaling.get("attention_factor", 1.0)
+        if end > rope_scaling["original_max_position_embeddings"]:
+            ramp = yarn_ramp(dim, rope_base, rope_scaling)
+            freqs = freqs * (1 - ramp + ramp / rope_scaling["factor"])
+    positions = torch.arange(end, dtype=torch.float32)
+    angles = torch.outer(positions, freqs)  # [end, dim/2]
+    angles = torch.cat([angles, angles], dim=-1)  # [end, dim]: pair (i, i + dim/2) shares angle i
+    return torch.cos(angles) * attention_factor, torch.sin(angles) * attention_factor
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a 90-degree turn of every
+    pair (i, i + dim/2)."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary_pos_emb(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, unsqueeze_dim: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotate queries and keys by their positions' angles: x * cos + rotate_half(x) * sin.
+
+    q: [B, H, T, D], k: [B, H_kv, T, D]; cos and sin: [T, D] (one set of positions for the whole
+    batch) or [B, T, D] (per-sequence positions, as with left padding), unsqueezed at
+    `unsqueeze_dim` to broadcast over heads. Values are never rotated: position should change
+    which tokens attend to which, not what they carry.
+    """
+    if cos.dim() == 3:
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)  # [B, 1, T, D]
+    q_rot = (q * cos + rotate_half(q) * sin).to(q.dtype)
+    k_rot = (k * cos + rotate_half(k) * sin).to(k.dtype)
+    return q_rot, k_rot
