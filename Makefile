@@ -1,0 +1,92 @@
+# Attention Lab: every entry point is a make target. `make` alone lists them.
+#
+# The targets that take a module number check it first, with the catalog run as a plain script
+# (standard library only), so a missing or wrong M= is explained before .venv is built.
+# The commands behind exp, experiments, quiz, notebooks and list live in
+# minimind_ref/teaching/__main__.py.
+
+SELF := $(lastword $(MAKEFILE_LIST))
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# The Python that creates .venv: python3.11 (what the course pins), else python3 (3.10 or newer).
+PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),$(shell command -v python3 2>/dev/null),python3)
+CLI := $(PY) -m minimind_ref.teaching
+# Module checks run before .venv exists, so they use .venv's Python only once it is there.
+CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) minimind_ref/teaching/catalog.py check
+# make exp M=03; make test ARGS="-k rope -x"
+M ?=
+ARGS ?=
+
+.PHONY: help setup lab test list exp experiments quiz notebooks bench clean distclean
+
+help: ## list the targets (the default)
+	@echo "Attention Lab. Usage: make TARGET [M=NN] [ARGS=...]"
+	@echo
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(SELF)
+	@echo
+	@echo "M=NN picks a module (3 or 03); ARGS=... goes to pytest (test) or the benchmarks (bench)."
+
+setup: $(STAMP) ## create .venv and install the pinned requirements and minimind_ref (editable)
+	@:
+
+# The venv itself: refuse a Python older than 3.10 rather than half-build with it.
+$(PY):
+	@if ! "$(PYTHON)" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then \
+		if command -v "$(PYTHON)" >/dev/null; then found=$$("$(PYTHON)" --version 2>&1); else found="not found"; fi; \
+		echo "Attention Lab needs Python 3.10 or newer (3.11 recommended) to create $(VENV);" \
+		     "'$(PYTHON)' is $$found. Install python3.11, or run: make setup PYTHON=/path/to/python3.11" >&2; \
+		exit 1; \
+	fi
+	@echo "Creating $(VENV) with $(PYTHON) ($$("$(PYTHON)" --version 2>&1))"
+	@"$(PYTHON)" -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
+
+# Re-installs only when requirements.txt or pyproject.toml changed. --no-deps: torch comes only
+# from requirements.txt, pinned, never from the package's own unpinned "torch" dependency.
+$(STAMP): requirements.txt pyproject.toml | $(PY)
+	$(PY) -m pip install -r requirements.txt
+	$(PY) -m pip install --no-deps -e .
+	@touch $@
+
+lab: setup ## open JupyterLab on the notebooks
+	@if [ -d notebooks ]; then dir=notebooks/; else dir=.; echo "No notebooks/ yet: opening the course root."; fi; \
+	$(VENV)/bin/jupyter lab $$dir
+
+test: setup ## run the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
+	$(PY) -m pytest $(ARGS)
+
+list: setup ## list modules and what each has
+	@$(CLI) list
+
+exp: ## run one module's experiment scripts: make exp M=03
+	@$(CHECK) exp "$(M)"
+	@$(MAKE) --no-print-directory setup
+	@$(CLI) exp "$(M)"
+
+experiments: setup ## run every module's experiment scripts
+	@$(CLI) experiments
+
+quiz: ## take a module's quiz in the terminal: make quiz M=03
+	@$(CHECK) quiz "$(M)"
+	@$(MAKE) --no-print-directory setup
+	@$(CLI) quiz "$(M)"
+
+notebooks: ## re-execute notebooks in place to refresh stored outputs (all, or M=03)
+	@$(CHECK) notebooks $(if $(M),"$(M)")
+	@$(MAKE) --no-print-directory setup
+	@$(CLI) notebooks $(if $(M),"$(M)")
+
+bench: setup ## run the benchmarks (benchmarks/run_all.py; ARGS=--quick etc.)
+	$(PY) benchmarks/run_all.py $(ARGS)
+
+clean: ## remove generated files: outputs/, caches, build metadata (keeps .venv and your work)
+	rm -rf outputs .pytest_cache
+	find . \( -path ./.venv -o -path ./.git \) -prune -o \
+		\( -name __pycache__ -o -name .pytest_cache -o -name .ipynb_checkpoints -o -name '*.egg-info' \) \
+		-type d -prune -exec rm -rf {} +
+
+distclean: clean ## clean, and remove .venv too
+	rm -rf $(VENV)

@@ -1,0 +1,171 @@
+"""The command line behind the make targets, so each target is one short line in the Makefile.
+
+    python -m minimind_ref.teaching list             modules, and which parts each has
+    python -m minimind_ref.teaching exp 03           run module 03's experiment scripts
+    python -m minimind_ref.teaching experiments      run every module's experiment scripts
+    python -m minimind_ref.teaching quiz 03          take module 03's quiz in the terminal
+    python -m minimind_ref.teaching notebooks [03]   re-execute notebooks, storing fresh outputs
+
+Exit status: 0 when all went well, 1 when a script or notebook failed, 2 for a mistake the
+learner can fix (unknown module, a part not written yet), printed as one line without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from minimind_ref.teaching.catalog import CourseError, all_modules, check, find_course_root
+
+
+def _summary(results: list[tuple[str, bool, float]]) -> int:
+    """One line per item, PASS or FAIL with its seconds; 1 if any failed."""
+    print("Summary:")
+    for name, ok, seconds in results:
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}  ({seconds:.1f} s)")
+    failed = sum(not ok for _, ok, _ in results)
+    print(f"{len(results) - failed} passed, {failed} failed.")
+    return 1 if failed else 0
+
+
+def _run_scripts(scripts: list[Path], root: Path) -> list[tuple[str, bool, float]]:
+    """Run each script with this Python from the course root, its output streamed as it comes.
+
+    The course root goes first on PYTHONPATH, so the scripts use this checkout's minimind_ref
+    even if the environment has another one installed.
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    results = []
+    for script in scripts:
+        name = script.relative_to(root).as_posix()
+        print(f"=== {name}", flush=True)
+        start = time.perf_counter()
+        code = subprocess.run([sys.executable, name], cwd=root, env=env).returncode
+        results.append((name, code == 0, time.perf_counter() - start))
+        print(flush=True)
+    return results
+
+
+def cmd_list(args: argparse.Namespace, root: Path) -> int:
+    """A table of the modules, planned and on disk, and which of their parts exist."""
+    rows = [("NN", "slug", "title", "guide", "notebook", "experiments", "quiz")]
+    for m in all_modules(root):
+        scripts = len(m.experiments)
+        rows.append((m.number, m.slug, m.title, "yes" if m.guide else "-",
+                     "yes" if m.notebook else "-", str(scripts) if scripts else "-",
+                     "yes" if m.quiz else "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return 0
+
+
+def cmd_exp(args: argparse.Namespace, root: Path) -> int:
+    """Run one module's experiment scripts in order."""
+    module = check("exp", args.module, root)
+    return _summary(_run_scripts(module.experiments, root))
+
+
+def cmd_experiments(args: argparse.Namespace, root: Path) -> int:
+    """Run the experiment scripts of every module that has some."""
+    scripts = [script for m in all_modules(root) for script in m.experiments]
+    if not scripts:
+        print("No experiment scripts exist yet.")
+        return 0
+    return _summary(_run_scripts(scripts, root))
+
+
+def cmd_quiz(args: argparse.Namespace, root: Path) -> int:
+    """Hand the module's quiz file to the terminal quiz runner."""
+    path = check("quiz", args.module, root).quiz
+    try:
+        from minimind_ref.teaching.quiz import run_terminal_quiz
+    except ModuleNotFoundError as error:
+        if error.name != "minimind_ref.teaching.quiz":
+            raise
+        raise CourseError(
+            f"The quiz runner (minimind_ref.teaching.quiz) is not installed in this version; "
+            f"the quiz itself is {path.relative_to(root).as_posix()}."
+        ) from None
+    run_terminal_quiz(path)
+    return 0
+
+
+def _execute_notebook(path: Path) -> None:
+    """Run a notebook top to bottom in a fresh kernel, started in notebooks/, and store the outputs.
+
+    The file is written only when every cell ran, so a failure leaves the stored outputs as they were.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    nbformat.write(notebook, path)
+
+
+def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
+    """Re-execute one module's notebook, or all of them, in place."""
+    module = check("notebooks", args.module, root)
+    if module is not None:
+        paths = [module.notebook]
+    else:
+        paths = [m.notebook for m in all_modules(root) if m.notebook]
+    if not paths:
+        print("No notebooks exist yet.")
+        return 0
+    results = []
+    for path in paths:
+        name = path.relative_to(root).as_posix()
+        print(f"=== {name}", flush=True)
+        start = time.perf_counter()
+        try:
+            _execute_notebook(path)
+            ok = True
+        except Exception as error:  # a failing cell, a dead kernel or a timeout: report, go on
+            print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            ok = False
+        results.append((name, ok, time.perf_counter() - start))
+    return _summary(results)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m minimind_ref.teaching",
+        description="Attention Lab: run a module's experiments, quiz and notebooks.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("list", help="list modules and what each has").set_defaults(run=cmd_list)
+    exp = commands.add_parser("exp", help="run one module's experiment scripts")
+    exp.add_argument("module", help="module number, e.g. 03 or 3")
+    exp.set_defaults(run=cmd_exp)
+    commands.add_parser("experiments", help="run every module's experiment scripts").set_defaults(
+        run=cmd_experiments)
+    quiz = commands.add_parser("quiz", help="take a module's quiz in the terminal")
+    quiz.add_argument("module", help="module number, e.g. 03 or 3")
+    quiz.set_defaults(run=cmd_quiz)
+    notebooks = commands.add_parser("notebooks", help="re-execute notebooks in place")
+    notebooks.add_argument("module", nargs="?", default="", help="module number (default: all)")
+    notebooks.set_defaults(run=cmd_notebooks)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command, run it from the course root; a CourseError becomes one line and exit 2."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args, find_course_root())
+    except CourseError as error:
+        print(error, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

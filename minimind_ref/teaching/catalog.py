@@ -1,0 +1,301 @@
+"""The course catalog: which modules the course plans, and which of their parts exist on disk.
+
+Every entry point that takes a module number (`make exp M=03`, `make quiz M=03`,
+`make notebooks M=03`, `python -m minimind_ref.teaching ...`) comes through here, so that all of
+them accept the same numbers ("3" and "03") and explain a wrong one in the same words.
+
+Modules are discovered from disk, never from a fixed list: a module exists as soon as any one of
+its parts does (`modules/NN_slug/`, `notebooks/NN_slug.ipynb`, `experiments/NN_slug/`,
+`quizzes/NN_slug.json`). `PLANNED_MODULES` only supplies slugs and titles, and lets an error tell a
+planned module that is not written yet from a number that means nothing.
+
+This file imports only the standard library and also runs as a plain script, with any Python 3:
+
+    python minimind_ref/teaching/catalog.py check exp 03
+
+The Makefile uses that to explain a missing or wrong `M=` before it spends minutes building .venv.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+# number -> (slug, title). The slug names the module everywhere: modules/, notebooks/, experiments/,
+# quizzes/ (see CURRICULUM.md, "Layout").
+PLANNED_MODULES: Dict[str, Tuple[str, str]] = {
+    "01": ("attention_basics", "Attention basics"),
+    "02": ("qkv", "Queries, keys and values"),
+    "03": ("multi_head", "Multi-head attention"),
+    "04": ("gqa", "Grouped-query attention"),
+    "05": ("masking", "Masking: causal and padding"),
+    "06": ("rope", "Rotary position embeddings"),
+    "07": ("kv_cache", "The KV cache"),
+    "08": ("flash", "FlashAttention"),
+}
+
+# Where each part of a module lives: (folder, suffix of the NN_slug entry, entry is a folder).
+_PARTS = {
+    "guide": ("modules", "", True),
+    "notebook": ("notebooks", ".ipynb", False),
+    "experiments": ("experiments", "", True),
+    "quiz": ("quizzes", ".json", False),
+}
+_ENTRY = re.compile(r"^(\d\d)_(\w+)$")
+_SCRIPT = re.compile(r"^exp(\d+)(_\w*)?\.py$")
+
+
+class CourseError(Exception):
+    """A mistake the learner can fix: an unknown module number, or a part not written yet.
+
+    The CLI prints the message as one line on stderr and exits 2, without a traceback, because the
+    message is the whole story.
+    """
+
+
+def find_course_root(start: Optional[Path] = None) -> Path:
+    """The folder that holds the course: the first one, walking up from `start` (default: the
+    current directory), with both a Makefile and minimind_ref/__init__.py.
+
+    Falls back to the folder above the installed package, so the CLI also works when started from
+    somewhere else.
+    """
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Makefile").is_file() and (folder / "minimind_ref" / "__init__.py").is_file():
+            return folder
+    return Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module of the course, planned or found on disk, and where its parts are."""
+
+    number: str
+    slug: str
+    title: str
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return f"{self.number}_{self.slug}"
+
+    def _part(self, part: str) -> Optional[Path]:
+        """The module's entry in a part's folder: NN_slug itself, else any NN_* (a slug that
+        drifted from the plan is still found rather than reported missing)."""
+        folder, suffix, is_dir = _PARTS[part]
+        base = self.root / folder
+        candidates = [base / f"{self.name}{suffix}"]
+        if base.is_dir():
+            candidates += sorted(base.glob(f"{self.number}_*{suffix}"))
+        for path in candidates:
+            if (path.is_dir() if is_dir else path.is_file()) and _ENTRY.match(_strip(path.name, suffix)):
+                return path
+        return None
+
+    @property
+    def guide(self) -> Optional[Path]:
+        folder = self._part("guide")
+        return folder / "README.md" if folder and (folder / "README.md").is_file() else None
+
+    @property
+    def notebook(self) -> Optional[Path]:
+        return self._part("notebook")
+
+    @property
+    def quiz(self) -> Optional[Path]:
+        return self._part("quiz")
+
+    @property
+    def experiments(self) -> List[Path]:
+        """The module's experiment scripts, expK_*.py, in the order of K as a number (exp10 after
+        exp2). Other files in the folder (helpers) are not experiments."""
+        folder = self._part("experiments")
+        if folder is None:
+            return []
+        scripts = [p for p in folder.iterdir() if p.is_file() and _SCRIPT.match(p.name)]
+        return sorted(scripts, key=lambda p: (int(_SCRIPT.match(p.name).group(1)), p.name))
+
+    @property
+    def on_disk(self) -> bool:
+        return any(self._part(part) for part in _PARTS)
+
+
+def _strip(name: str, suffix: str) -> str:
+    return name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else name
+
+
+def numbers_on_disk(root: Path) -> Dict[str, str]:
+    """Module numbers that have at least one part on disk, mapped to the slug found there."""
+    found: Dict[str, str] = {}
+    for folder, suffix, is_dir in _PARTS.values():
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.iterdir()):
+            if path.is_dir() != is_dir or (suffix and not path.name.endswith(suffix)):
+                continue
+            match = _ENTRY.match(_strip(path.name, suffix))
+            if match:
+                found.setdefault(match.group(1), match.group(2))
+    return found
+
+
+def all_modules(root: Path) -> List[Module]:
+    """Every planned module and every module on disk, in number order."""
+    on_disk = numbers_on_disk(root)
+    modules = []
+    for number in sorted(set(PLANNED_MODULES) | set(on_disk)):
+        slug, title = PLANNED_MODULES.get(number, (None, None))
+        slug = slug or on_disk[number]
+        modules.append(Module(number, slug, title or slug.replace("_", " ").capitalize(), root))
+    return modules
+
+
+def format_numbers(numbers: Iterable[str]) -> str:
+    """'01, 02' for a few numbers, '03..08' for a run of three or more; 'none yet' for none."""
+    values = sorted(int(n) for n in numbers)
+    if not values:
+        return "none yet"
+    runs: List[List[int]] = []
+    for value in values:
+        if runs and value == runs[-1][-1] + 1:
+            runs[-1].append(value)
+        else:
+            runs.append([value])
+    parts = []
+    for run in runs:
+        if len(run) >= 3:
+            parts.append(f"{run[0]:02d}..{run[-1]:02d}")
+        else:
+            parts.extend(f"{v:02d}" for v in run)
+    return ", ".join(parts)
+
+
+def _where_things_stand(root: Path) -> str:
+    on_disk = numbers_on_disk(root)
+    missing = [n for n in PLANNED_MODULES if n not in on_disk]
+    text = f"Modules on disk: {format_numbers(on_disk)}."
+    if missing:
+        text += f" Planned but not yet written: {format_numbers(missing)}."
+    return text
+
+
+def _example_number(root: Path, target: str) -> str:
+    """A number that works for `target` if there is one, so the suggested command runs."""
+    modules = all_modules(root)
+    for module in modules:
+        if _has_part(module, target):
+            return module.number
+    for module in modules:
+        if module.on_disk:
+            return module.number
+    return modules[0].number
+
+
+def _has_part(module: Module, target: str) -> bool:
+    if target == "exp":
+        return bool(module.experiments)
+    if target == "quiz":
+        return module.quiz is not None
+    if target == "notebooks":
+        return module.notebook is not None
+    return module.on_disk
+
+
+def get_module(text: str, root: Path, target: str = "exp") -> Module:
+    """The module that `text` names: "3" or "03" (two digits at most), planned or on disk.
+
+    Anything else raises CourseError naming what was given and listing the valid numbers; `target`
+    is the make target the suggested command uses.
+    """
+    given = str(text).strip()
+    number = given.zfill(2) if re.fullmatch(r"\d{1,2}", given) else None
+    for module in all_modules(root):
+        if module.number == number:
+            return module
+    raise CourseError(
+        f"Unknown module '{given}'. {_where_things_stand(root)} "
+        f"Use: make {target} M={_example_number(root, target)}"
+    )
+
+
+def _modules_with(root: Path, target: str) -> str:
+    return format_numbers(m.number for m in all_modules(root) if _has_part(m, target))
+
+
+def experiment_scripts(module: Module) -> List[Path]:
+    """The module's experiment scripts; CourseError if it has none yet."""
+    scripts = module.experiments
+    if not scripts:
+        raise CourseError(
+            f"Module {module.number} ({module.slug}) has no experiment scripts yet "
+            f"(none in experiments/{module.name}/). "
+            f"Modules with experiment scripts: {_modules_with(module.root, 'exp')}."
+        )
+    return scripts
+
+
+def notebook_path(module: Module) -> Path:
+    """The module's notebook; CourseError if it has none yet."""
+    if module.notebook is None:
+        raise CourseError(
+            f"Module {module.number} ({module.slug}) has no notebook yet "
+            f"(no notebooks/{module.name}.ipynb). "
+            f"Modules with notebooks: {_modules_with(module.root, 'notebooks')}."
+        )
+    return module.notebook
+
+
+def quiz_path(module: Module) -> Path:
+    """The module's quiz file; CourseError if it has none yet."""
+    if module.quiz is None:
+        raise CourseError(
+            f"Module {module.number} has no quiz yet (no quizzes/{module.name}.json). "
+            f"Modules with quizzes: {_modules_with(module.root, 'quiz')}."
+        )
+    return module.quiz
+
+
+# What each make target needs from the module it is given.
+_REQUIREMENTS = {"exp": experiment_scripts, "quiz": quiz_path, "notebooks": notebook_path}
+_PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "notebooks"}
+
+
+def check(target: str, text: str, root: Path) -> Optional[Module]:
+    """Everything `make TARGET M=text` needs, checked before any work: a module number (optional
+    for notebooks, where none means every notebook), a known module, and the part the target
+    uses."""
+    if not text.strip():
+        if target == "notebooks":
+            return None
+        raise CourseError(
+            f"make {target} needs a module number, as in: make {target} "
+            f"M={_example_number(root, target)}. "
+            f"Modules with {_PART_WORDS[target]}: {_modules_with(root, target)}. "
+            f"Planned modules: {format_numbers(PLANNED_MODULES)}."
+        )
+    module = get_module(text, root, target)
+    _REQUIREMENTS[target](module)
+    return module
+
+
+def _script(argv: List[str]) -> int:
+    """`catalog.py check TARGET [NUMBER]`: silent and 0 when `make TARGET M=NUMBER` can go ahead,
+    else one line on stderr and 2."""
+    if len(argv) not in (2, 3) or argv[0] != "check" or argv[1] not in _REQUIREMENTS:
+        print("usage: catalog.py check {exp,quiz,notebooks} [NUMBER]", file=sys.stderr)
+        return 2
+    try:
+        check(argv[1], argv[2] if len(argv) == 3 else "", find_course_root())
+    except CourseError as error:
+        print(error, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_script(sys.argv[1:]))
