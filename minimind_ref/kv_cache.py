@@ -29,17 +29,27 @@ class CacheError(ValueError):
 
 class KVCache:
     def __init__(self, config: MiniMindConfig, batch_size: int, capacity: int | None = None):
+        """An empty cache for `batch_size` sequences of a model with `config`. `capacity`: positions
+        to allocate at the first update (default 256; generate passes prompt + new tokens, so it
+        never grows); storage is allocated lazily, in the dtype and device of the first keys."""
         if batch_size < 1:
             raise CacheError(f"KVCache batch_size must be positive, got {batch_size}.")
+        if capacity is not None and capacity < 1:
+            raise CacheError(f"KVCache capacity must be positive (or None for {DEFAULT_CAPACITY}), got {capacity}.")
         self.num_layers = config.num_hidden_layers
         self.num_kv_heads = config.num_key_value_heads
         self.head_dim = config.head_dim
         self.max_length = config.max_position_embeddings
         self.batch_size = batch_size
-        self.capacity = min(capacity or DEFAULT_CAPACITY, self.max_length)
+        self.initial_capacity = min(capacity or DEFAULT_CAPACITY, self.max_length)
         self.keys: list[torch.Tensor | None] = [None] * self.num_layers  # [B, H_kv, capacity, D]
         self.values: list[torch.Tensor | None] = [None] * self.num_layers
         self.lengths = [0] * self.num_layers
+
+    @property
+    def capacity(self) -> int:
+        """Positions the storage holds before it must grow (layer 0's; all layers grow alike)."""
+        return self.initial_capacity if self.keys[0] is None else self.keys[0].shape[2]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """How many positions layer `layer_idx` has cached (all layers agree between forwards)."""
@@ -84,7 +94,7 @@ class KVCache:
         """(Re)allocate a layer's storage for at least `needed` positions, doubling, and copy
         what it held."""
         old_k, old_v = self.keys[layer_idx], self.values[layer_idx]
-        capacity = self.capacity if old_k is None else old_k.shape[2]
+        capacity = self.initial_capacity if old_k is None else old_k.shape[2]
         while capacity < needed:
             capacity *= 2
         capacity = min(capacity, self.max_length)
