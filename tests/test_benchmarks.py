@@ -1,0 +1,27 @@
+"""The benchmarks run. Their timings are not asserted here (timed tests flake on shared machines);
+`make bench` reports them. This only proves the code paths work, on a tiny model."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_generate_benchmark_runs_and_reports_both_targets():
+    result = subprocess.run([sys.executable, "benchmarks/bench_generate.py", "--quick"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "minimind_ref vs transformers generate" in result.stdout
+    assert "KV cache vs recomputing the prefix" in result.stdout
+
+
+def test_harness_target_verdicts():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from harness import Target, report
+
+    assert Target("fast", 1.3, at_least=1.2).met
+    assert not Target("slow", 1.1, at_least=1.2).met
+    assert Target("lean", 0.04, at_most=0.05).met and not Target("fat", 0.06, at_most=0.05).met
+    assert report([Target("slow", 1.1, at_least=1.2)], check=True) == 1
+    assert report([Target("slow", 1.1, at_least=1.2)], check=False) == 0

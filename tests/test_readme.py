@@ -1,0 +1,60 @@
+"""The README tells the truth: its commands exist, its links resolve, its numbers are computed."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import minimind_ref as mm
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def make_targets() -> set[str]:
+    help_text = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"^  ([a-z][a-z-]*)\s", help_text, flags=re.M))
+
+
+def test_quickstart_is_exactly_make_lab_and_make_test():
+    quickstart = README.split("## Quickstart", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"^(make \w+)", quickstart.split("```bash", 1)[1].split("```", 1)[0], flags=re.M)
+    assert commands == ["make lab", "make test"]
+    assert {"lab", "test"} <= make_targets()
+
+
+def test_every_make_command_in_the_readme_is_a_target():
+    mentioned = set(re.findall(r"`make (\w[\w-]*)", README))
+    assert mentioned, "the README names its make targets"
+    assert mentioned <= make_targets(), mentioned - make_targets()
+
+
+def test_ci_runs_the_readme_test_command():
+    assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
+
+
+def test_relative_links_resolve():
+    for target in re.findall(r"\]\(([^)#]+)\)", README):
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+def test_files_named_in_the_implementation_table_exist():
+    for name in re.findall(r"^\| `([\w/]+(?:\.py)?)` \|", README, flags=re.M):
+        assert (ROOT / "minimind_ref" / name).exists(), name
+
+
+def test_default_model_numbers_are_the_computed_ones():
+    config = mm.MiniMindConfig()
+    model = mm.MiniMindForCausalLM(config)
+    claims = README.split("Defaults are MiniMind2's", 1)[1].split("###", 1)[0]
+    total = sum(p.numel() for p in model.parameters())
+    assert f"{total:,} parameters" in claims
+    assert f"hidden size {config.hidden_size}" in claims
+    assert f"{config.num_hidden_layers} layers" in claims
+    assert f"{config.num_attention_heads} query heads sharing {config.num_key_value_heads} key/value heads" in claims
+    assert f"head size {config.head_dim}" in claims
+    assert f"SwiGLU width of {config.intermediate_size}" in claims
+    assert f"{config.vocab_size}-token vocabulary" in claims
+    assert "RoPE base 1e6" in claims and config.rope_theta == 1e6
+    yarn = mm.MiniMindConfig(inference_rope_scaling=True).rope_scaling
+    assert f"factor {yarn['factor']} over {yarn['original_max_position_embeddings']} trained positions" in claims
