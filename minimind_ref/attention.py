@@ -60,7 +60,7 @@ def scaled_dot_product_attention(
     scores = (q @ k.transpose(-2, -1)) * scale  # [B, H, T, S]: how well each query matches each key
     visible = _visibility(attn_mask, is_causal, query_len, key_len, q.device, scores.shape)
     if attn_mask is not None and attn_mask.dtype != torch.bool:
-        scores = scores + attn_mask  # additive mask: 0 keeps, -inf (or a large negative) hides
+        scores = scores + attn_mask  # additive mask: 0 keeps, -inf hides (a large negative only dims)
     if visible is not None:
         # finfo.min rather than -inf: a row with nothing visible then softmaxes to a uniform row
         # (no NaN, also in the backward pass), which is zeroed just below.
@@ -102,7 +102,10 @@ def _visibility(attn_mask, is_causal, query_len, key_len, device, scores_shape):
             raise ValueError(
                 f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the scores "
                 f"[batch, heads, queries, keys] = {tuple(scores_shape)}.") from None
-    visible = attn_mask if attn_mask is not None and attn_mask.dtype == torch.bool else None
+    visible = None
+    if attn_mask is not None:
+        # a float mask hides a key with -inf; a bool mask with False
+        visible = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
     if is_causal:
         causal = causal_mask(query_len, key_len, device=device)  # [T, S]
         visible = causal if visible is None else visible & causal

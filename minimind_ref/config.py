@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # MiniMind's YaRN settings, used when `inference_rope_scaling=True`: extend the 2048 positions
@@ -77,17 +77,25 @@ class MiniMindConfig:
     bos_token_id: int = 1
     eos_token_id: int = 2
     initializer_range: float = 0.02
+    # Which fields were filled in from others (so that `replace` derives them again).
+    _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        derived = set()
         if self.num_key_value_heads is None:
             self.num_key_value_heads = self.num_attention_heads
+            derived.add("num_key_value_heads")
         if self.inference_rope_scaling and self.rope_scaling is None:
             self.rope_scaling = dict(MINIMIND_YARN)
+            derived.add("rope_scaling")
         self._validate_sizes()
         if self.head_dim is None:
             self.head_dim = self.hidden_size // self.num_attention_heads
+            derived.add("head_dim")
         if self.intermediate_size is None:
             self.intermediate_size = minimind_intermediate_size(self.hidden_size)
+            derived.add("intermediate_size")
+        self._derived = frozenset(derived)
         self._validate_derived()
         if self.rope_scaling is not None:
             self.rope_scaling = _validated_rope_scaling(self.rope_scaling)
@@ -140,12 +148,13 @@ class MiniMindConfig:
         return self.num_attention_heads // self.num_key_value_heads
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Every field, derived ones included, as plain values."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
     def replace(self, **changes: Any) -> "MiniMindConfig":
-        """A copy with some fields changed, validated again (derived fields are re-derived
-        unless given)."""
-        fields = self.to_dict()
+        """A copy with some fields changed, validated again. Fields that were derived (head_dim,
+        intermediate_size, ...) are derived again from the new values unless given."""
+        fields = {k: v for k, v in self.to_dict().items() if k not in self._derived}
         fields.update(changes)
         return MiniMindConfig(**fields)
 

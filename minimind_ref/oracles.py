@@ -11,8 +11,11 @@ needs it.
 
 from __future__ import annotations
 
+import math
+
 from .config import MiniMindConfig
 from .model import MiniMindForCausalLM
+from .rope import yarn_correction_dim
 
 
 def hf_config(config: MiniMindConfig, attn_implementation: str = "sdpa"):
@@ -25,6 +28,14 @@ def hf_config(config: MiniMindConfig, attn_implementation: str = "sdpa"):
         # (max_position_embeddings) reaches past the trained length, so refuse a mismatch.
         if config.max_position_embeddings <= config.rope_scaling["original_max_position_embeddings"]:
             raise ValueError("YaRN twin needs max_position_embeddings > original_max_position_embeddings.")
+        # MiniMind caps the ramp's upper pair index at head_dim/2 - 1, transformers at head_dim - 1:
+        # the two agree only while the uncapped index stays below MiniMind's cap.
+        high = math.ceil(yarn_correction_dim(config.rope_scaling["beta_slow"], config.head_dim,
+                                             config.rope_theta, config.rope_scaling["original_max_position_embeddings"]))
+        if high > config.head_dim // 2 - 1:
+            raise ValueError(
+                f"No transformers twin for this YaRN config: the ramp's upper pair index ({high}) passes "
+                f"head_dim/2 - 1 = {config.head_dim // 2 - 1}, where MiniMind and transformers cap it differently.")
         rope_parameters = {
             "rope_type": "yarn", "rope_theta": config.rope_theta,
             "factor": float(config.rope_scaling["factor"]),

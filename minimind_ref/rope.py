@@ -76,8 +76,8 @@ def precompute_freqs_cis(
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a 90-degree turn of every
     pair (i, i + dim/2)."""
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
 
 
 def apply_rotary_pos_emb(
@@ -90,6 +90,10 @@ def apply_rotary_pos_emb(
     `unsqueeze_dim` to broadcast over heads. Values are never rotated: position should change
     which tokens attend to which, not what they carry.
     """
+    if cos.shape[-1] != q.shape[-1] or k.shape[-1] != q.shape[-1] or cos.shape != sin.shape:
+        raise ValueError(
+            f"apply_rotary_pos_emb: q {tuple(q.shape)}, k {tuple(k.shape)}, cos {tuple(cos.shape)} and "
+            f"sin {tuple(sin.shape)} must share their last dimension (head_dim), and cos and sin their shape.")
     if cos.dim() == 3:
         cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)  # [B, 1, T, D]
     q_rot = (q * cos + rotate_half(q) * sin).to(q.dtype)

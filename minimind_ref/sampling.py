@@ -6,8 +6,10 @@ import torch
 
 
 def check_sampling_args(temperature: float, top_k: int | None, top_p: float | None, vocab_size: int) -> None:
-    if not temperature >= 0.0:
-        raise ValueError(f"temperature must be >= 0 (0 means greedy), got {temperature!r}.")
+    """Refuse sampling settings that would be silently wrong or fail deep inside torch."""
+    is_number = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+    if not (is_number and 0.0 <= temperature < float("inf")):
+        raise ValueError(f"temperature must be >= 0 and finite (0 means greedy), got {temperature!r}.")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocab_size):
         raise ValueError(f"top_k must be an integer in [1, vocab_size={vocab_size}] or None, got {top_k!r}.")
     if top_p is not None and not 0.0 < top_p <= 1.0:
@@ -27,12 +29,13 @@ def select_next_token(
     divided by the temperature, cut to the `top_k` most likely tokens and to the smallest set
     whose probability reaches `top_p` (the most likely token always stays), and sampled.
     """
+    check_sampling_args(temperature, top_k, top_p, logits.shape[-1])
     if temperature == 0.0:
         return logits.argmax(dim=-1)
     logits = logits.float() / temperature
     if top_k is not None and top_k < logits.shape[-1]:
-        kth_best = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # [B, 1]
-        logits = logits.masked_fill(logits < kth_best, float("-inf"))
+        best = torch.topk(logits, top_k, dim=-1)  # exactly k survive, even with ties
+        logits = torch.full_like(logits, float("-inf")).scatter(-1, best.indices, best.values)
     if top_p is not None and top_p < 1.0:
         sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
         cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
