@@ -216,3 +216,13 @@ def test_forward_input_errors_are_clear():
     cache = model(torch.zeros(2, 4, dtype=torch.long), use_cache=True).past_key_values
     with pytest.raises(mm.CacheError, match="batch size 2"):
         model(torch.zeros(3, 1, dtype=torch.long), past_key_values=cache)
+
+
+def test_no_yarn_twin_where_minimind_and_transformers_cap_the_ramp_differently():
+    """MiniMind caps the ramp's upper pair at head_dim/2 - 1, transformers at head_dim - 1: with
+    head_dim 16 and base 500 the uncapped index passes 7, so no faithful twin exists."""
+    from minimind_ref.oracles import hf_config
+
+    config = small_config(inference_rope_scaling=True, rope_theta=500.0, max_position_embeddings=4096)
+    with pytest.raises(ValueError, match="cap it differently"):
+        hf_config(config)

@@ -272,3 +272,10 @@ def test_precompute_refuses_odd_or_empty_dim(dim):
 def test_precompute_refuses_no_positions():
     with pytest.raises(ValueError, match=r"end \(number of positions\) must be positive"):
         precompute_freqs_cis(8, 0)
+
+
+def test_apply_rotary_pos_emb_refuses_a_head_size_mismatch():
+    cos, sin = precompute_freqs_cis(32, 8)
+    q, k = torch.randn(1, 4, 8, 64), torch.randn(1, 2, 8, 64)
+    with pytest.raises(ValueError, match="head_dim"):
+        apply_rotary_pos_emb(q, k, cos, sin)

@@ -148,3 +148,10 @@ def test_select_next_token_refuses_bad_arguments(kwargs, message):
     torch.manual_seed(0)
     with pytest.raises(ValueError, match=message):
         mm.select_next_token(torch.randn(2, 10), **kwargs)
+
+
+def test_top_k_keeps_exactly_k_tokens_even_with_ties():
+    logits = torch.tensor([[3.0, 1.0, 1.0, 1.0, 0.0]])  # the 2nd best is a three-way tie
+    tokens = {int(mm.select_next_token(logits, temperature=1.0, top_k=2, generator=torch.Generator().manual_seed(s)))
+              for s in range(200)}
+    assert len(tokens) == 2 and 0 in tokens
