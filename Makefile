@@ -51,9 +51,9 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --no-deps -e .
 	@touch $@
 
+# Jupyter refuses to run as root unless told; root is normal in containers and cloud sandboxes.
 lab: setup ## open JupyterLab on the notebooks
-	@if [ -d notebooks ]; then dir=notebooks/; else dir=.; echo "No notebooks/ yet: opening the course root."; fi; \
-	$(VENV)/bin/jupyter lab $$dir
+	$(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: setup ## run the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
 	$(PY) -m pytest $(ARGS)

@@ -95,6 +95,7 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, enable_gqa: bo
 
 def _visibility(attn_mask, is_causal, query_len, key_len, device, scores_shape):
     """The bool "may attend" mask implied by attn_mask and is_causal, or None if all visible."""
+    visible = None
     if attn_mask is not None:
         try:
             torch.broadcast_shapes(attn_mask.shape, scores_shape)
@@ -102,9 +103,7 @@ def _visibility(attn_mask, is_causal, query_len, key_len, device, scores_shape):
             raise ValueError(
                 f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the scores "
                 f"[batch, heads, queries, keys] = {tuple(scores_shape)}.") from None
-    visible = None
-    if attn_mask is not None:
-        # a float mask hides a key with -inf; a bool mask with False
+        # a bool mask hides a key with False, a float mask with -inf
         visible = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
     if is_causal:
         causal = causal_mask(query_len, key_len, device=device)  # [T, S]
