@@ -65,7 +65,9 @@ def scaled_dot_product_attention(
         # finfo.min rather than -inf: a row with nothing visible then softmaxes to a uniform row
         # (no NaN, also in the backward pass), which is zeroed just below.
         scores = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores.float(), dim=-1).type_as(q)  # [B, H, T, S], rows sum to 1
+    # softmax in at least float32 (half-precision sums lose the small weights), never below the input
+    softmax_dtype = torch.promote_types(scores.dtype, torch.float32)
+    weights = torch.softmax(scores.to(softmax_dtype), dim=-1).type_as(q)  # [B, H, T, S], rows sum to 1
     if visible is not None:
         weights = weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
     if dropout_p > 0.0:

@@ -183,6 +183,18 @@ def test_fully_masked_row_with_float_mask_gives_zeros_like_torch():
     assert close(ours, torch_out)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_softmax_precision_follows_the_input_never_below_float32(dtype):
+    """float64 stays float64 (no silent round trip through float32); half precision gets its
+    softmax in float32 and agrees with torch to the half type's rounding."""
+    q, k, v = (torch.randn(2, 3, 7, 16, dtype=torch.float64) for _ in range(3))
+    ours = mm.scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype), is_causal=True)
+    assert ours.dtype == dtype
+    reference = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    tolerance = 1e-12 if dtype == torch.float64 else 4 * torch.finfo(dtype).eps
+    assert (ours.double() - reference).abs().max() < tolerance
+
+
 def test_scale_argument_is_honoured():
     torch.manual_seed(0)
     q, k, v = qkv(query_len=4, key_len=6)
