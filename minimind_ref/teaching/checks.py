@@ -1,0 +1,553 @@
+"""check(): tell the learner whether an exercise is right, and if not, why.
+
+How an exercise is laid out in a notebook of this course:
+
+1. A markdown cell states the task: what to write, its inputs and outputs with their shapes.
+2. A code cell defines the learner's function, with the worked solution between two marker
+   lines. The cell carries the tag "solution" in its metadata and is collapsed
+   (`"jupyter": {"source_hidden": true}`), so a reader sees the task before the answer:
+
+       def attention_weights(q, k):                    # q [T, D], k [S, D] -> [T, S]
+           ### BEGIN SOLUTION
+           scores = q @ k.T / q.shape[-1] ** 0.5
+           return scores.softmax(dim=-1)
+           ### END SOLUTION
+
+   A later tool writes the student copies, replacing everything between the markers with
+   `raise NotImplementedError`.
+3. The next cell checks it against a reference, on a few inputs:
+
+       check("attention weights", attention_weights, reference_weights,
+             cases=[(torch.randn(3, 4), torch.randn(5, 4)), (torch.randn(1, 8), torch.randn(1, 8))],
+             explain="Each row is a probability distribution over the keys.")
+
+   which prints one line, `✓ attention weights: right. Each row is ...`, or says what is wrong:
+   `✗ attention weights: not yet — for case 1 of 2, inputs (shape [3, 4], shape [5, 4]): it has
+   shape [5, 3], expected [3, 5] (the transpose: are the dimensions in the right order?)`.
+
+Pass the learner's function and `cases`, not the function's result: check() runs the function
+itself, so an exercise not filled in yet (NotImplementedError) or one that raises reports a line
+instead of stopping the notebook. Each case's inputs are copied before each call, so a function
+that changes its inputs in place cannot change what the reference sees. For a value with nothing
+to run, pass the value: `check("parameter count", n_params, 4096)`.
+
+Strict mode: with the environment variable ATTENTION_LAB_STRICT_CHECKS=1, a failing check still
+prints its line and then raises ExerciseCheckFailed. The test suite runs every notebook with its
+solutions in strict mode, so a solution that stops passing fails the suite instead of printing a
+quiet cross in a stored output.
+
+A mistake in the use of check() itself (cases without a function, a list of expected outputs of
+the wrong length, a negative tolerance) is the notebook author's, not the learner's: it raises
+TypeError or ValueError at once, naming the argument.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, Callable, List, Optional, Tuple
+
+import torch
+
+__all__ = ["CheckResult", "ExerciseCheckFailed", "STRICT_ENV", "check"]
+
+STRICT_ENV = "ATTENTION_LAB_STRICT_CHECKS"
+
+# How many characters of a value or an error message a line shows.
+_SHORT = 80
+
+
+class ExerciseCheckFailed(AssertionError):
+    """A check failed in strict mode (ATTENTION_LAB_STRICT_CHECKS=1); the message is the check's line."""
+
+
+class CheckResult:
+    """What check() found: `passed`, the exercise's `name`, and the `message` it printed.
+
+    True when passed, so `assert check(...)` and `if check(...)` read naturally. Its repr is the
+    message. As a notebook cell's last value it shows nothing more, since check() has already
+    printed the message in that cell; shown in a later cell, it shows the message.
+    """
+
+    __slots__ = ("passed", "name", "message", "_printed_in")
+
+    def __init__(self, passed: bool, name: str, message: str):
+        self.passed = bool(passed)
+        self.name = name
+        self.message = message
+        self._printed_in: Optional[int] = None  # the IPython cell whose output holds the message
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return self.message
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.message)
+
+    def _ipython_display_(self) -> None:
+        if self._printed_in is not None and self._printed_in == _cell_number():
+            return  # already printed by check() in this very cell: once is enough
+        print(self.message)
+
+
+def _cell_number() -> Optional[int]:
+    """The number of the IPython cell running now, or None outside IPython."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "execution_count", None)
+
+
+def check(
+    name: str,
+    got: Any,
+    expected: Any,
+    *,
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    cases: Optional[Sequence[Any]] = None,
+    explain: Optional[str] = None,
+) -> CheckResult:
+    """Compare the learner's answer with the expected one; print one line saying right or why not.
+
+    name: the exercise, as the learner knows it ("causal mask").
+    got: the learner's value; or, with `cases`, the learner's function.
+    expected: the right value; or, with `cases`, a reference function or a list of the right
+        outputs, one per case.
+    cases: inputs to run both functions on. A tuple is the positional arguments (`()` for none);
+        anything else is the one argument. The first case that differs is reported.
+    atol, rtol: floating-point values match when |got - expected| <= atol + rtol * |expected|
+        (as in torch.allclose). Integers, bools and strings must match exactly.
+    explain: a sentence said on success: why the result matters.
+
+    Compares tensors (type, shape, dtype kind, NaN/inf, values), numpy arrays, Python numbers,
+    bools, strings and None, and lists, tuples and dicts item by item.
+
+    Returns a CheckResult (true when passed). In strict mode (ATTENTION_LAB_STRICT_CHECKS=1) a
+    failure raises ExerciseCheckFailed after printing.
+    """
+    _check_arguments(name, got, expected, atol, rtol, cases, explain)
+    if cases is None:
+        reason = _compare(got, expected, atol, rtol)
+    else:
+        reason = _run_cases(got, expected, list(cases), atol, rtol)
+    if reason is None:
+        message = f"✓ {name}: right." + (f" {explain.strip()}" if explain and explain.strip() else "")
+    else:
+        message = f"✗ {name}: not yet — {reason}"
+    result = CheckResult(reason is None, name, message)
+    print(message)
+    result._printed_in = _cell_number()
+    if not result.passed and os.environ.get(STRICT_ENV) == "1":
+        raise ExerciseCheckFailed(message)
+    return result
+
+
+# ------------------------------------------------------------------- the author's use of check
+
+
+def _check_arguments(name, got, expected, atol, rtol, cases, explain) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"check(name=...) must be a non-empty string naming the exercise, got {name!r}.")
+    for label, tolerance in (("atol", atol), ("rtol", rtol)):
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)):
+            raise TypeError(f"check({label}=...) must be a number, got {type(tolerance).__name__}.")
+        if not tolerance >= 0 or math.isinf(tolerance):  # `not >=` also catches NaN
+            raise ValueError(f"check({label}=...) must be a finite number >= 0, got {tolerance}.")
+    if explain is not None and not isinstance(explain, str):
+        raise TypeError(f"check(explain=...) must be a sentence (a string), got {type(explain).__name__}.")
+    if cases is None:
+        if callable(got) and not isinstance(got, torch.Tensor):
+            raise TypeError(
+                f"check(got=...) is a function ({_function_name(got)}) but no cases were given: pass "
+                f"cases=[...] to run it (cases=[()] to call it with no arguments), or pass its result.")
+        if callable(expected) and not isinstance(expected, torch.Tensor):
+            raise TypeError(
+                f"check(expected=...) is a function ({_function_name(expected)}) but no cases were "
+                f"given: pass cases=[...] to run it on, or pass the expected value.")
+        return
+    if isinstance(cases, (str, bytes)) or not isinstance(cases, Sequence):
+        raise TypeError(f"check(cases=...) must be a list of inputs, got {type(cases).__name__}.")
+    if len(cases) == 0:
+        raise ValueError("check(cases=...) is empty: give at least one input to run the function on.")
+    if not callable(got) or isinstance(got, torch.Tensor):
+        raise TypeError(
+            f"check(cases=...) was given, so got must be the learner's function, but it is "
+            f"{_describe(got)}.")
+    if callable(expected) and not isinstance(expected, torch.Tensor):
+        return
+    if not isinstance(expected, (list, tuple)):
+        raise TypeError(
+            f"check(cases=...) was given, so expected must be a reference function or a list of "
+            f"expected outputs (one per case), but it is {_describe(expected)}.")
+    if len(expected) != len(cases):
+        raise ValueError(
+            f"check(expected=...) lists {len(expected)} outputs but there are {len(cases)} cases: "
+            f"give one expected output per case.")
+
+
+def _function_name(function: Callable) -> str:
+    return getattr(function, "__name__", type(function).__name__)
+
+
+# ------------------------------------------------------------------------------ running cases
+
+
+def _run_cases(function: Callable, expected: Any, cases: List[Any], atol: float, rtol: float) -> Optional[str]:
+    """None when the function matches on every case; else why not, for the first case that differs."""
+    for index, case in enumerate(cases):
+        args = case if isinstance(case, tuple) else (case,)
+        where = f"for case {index + 1} of {len(cases)}, {_describe_inputs(args)}"
+        if callable(expected):
+            try:
+                want = expected(*_fresh_copy(args))
+            except Exception as error:  # the reference is the author's: a failure there is theirs
+                raise RuntimeError(
+                    f"the reference function {_function_name(expected)} failed on case {index + 1} of "
+                    f"{len(cases)} ({_describe_inputs(args)}): {type(error).__name__}: {error}") from error
+        else:
+            want = expected[index]
+        try:
+            answer = function(*_fresh_copy(args))
+        except NotImplementedError:
+            return "the exercise is not filled in yet (it raises NotImplementedError)"
+        except Exception as error:
+            return f"{where}: your code raised {_error_text(error)}"
+        reason = _compare(answer, want, atol, rtol)
+        if reason is not None:
+            return f"{where}: {reason}"
+    return None
+
+
+def _fresh_copy(value: Any) -> Any:
+    """A copy of the inputs for one call: tensors and arrays cloned (requires_grad kept), lists,
+    tuples and dicts rebuilt, other objects deep-copied when they can be (else shared)."""
+    if isinstance(value, torch.Tensor):
+        clone = value.detach().clone()
+        return clone.requires_grad_(True) if value.requires_grad else clone
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_fresh_copy(item) for item in value)
+    if isinstance(value, list):
+        return [_fresh_copy(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _fresh_copy(item) for key, item in value.items()}
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        return value
+
+
+def _describe_inputs(args: Tuple[Any, ...]) -> str:
+    if len(args) == 0:
+        return "no inputs"
+    if len(args) == 1:
+        return f"input {_brief(args[0])}"
+    return f"inputs ({', '.join(_brief(arg) for arg in args)})"
+
+
+def _brief(value: Any) -> str:
+    """An input in a few words: a tensor by its shape, a number by itself."""
+    if isinstance(value, torch.Tensor) or _is_ndarray(value):
+        return f"shape {_shape(value.shape)}"
+    if isinstance(value, (list, tuple)):
+        return f"{type(value).__name__} of {len(value)}"
+    return _short(repr(value))
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {_short(text[0])}" if text else type(error).__name__
+
+
+# -------------------------------------------------------------------------------- comparing
+
+
+def _compare(got: Any, expected: Any, atol: float, rtol: float) -> Optional[str]:
+    """None when got matches expected; else the reason, a phrase that follows "not yet — "."""
+    got, expected = _plain_scalar(got), _plain_scalar(expected)
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return _type_mismatch(got, expected)
+        return _compare_arrays(got, expected, atol, rtol)
+    if _is_ndarray(expected):
+        if not _is_ndarray(got):
+            return _type_mismatch(got, expected)
+        return _compare_arrays(got, expected, atol, rtol)
+    if expected is None:
+        return None if got is None else f"it is {_describe(got)}, expected None"
+    if isinstance(expected, bool):
+        if not isinstance(got, bool):
+            return _type_mismatch(got, expected)
+        return None if got == expected else f"it is {got}, expected {expected}"
+    if isinstance(expected, int):
+        if isinstance(got, bool) or not isinstance(got, int):
+            return _type_mismatch(got, expected)
+        return None if got == expected else f"it is {got}, expected {expected}"
+    if isinstance(expected, float):
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return _type_mismatch(got, expected)
+        return _compare_floats(float(got), expected, atol, rtol)
+    if isinstance(expected, str):
+        if not isinstance(got, str):
+            return _type_mismatch(got, expected)
+        return None if got == expected else f"it is {_short(repr(got))}, expected {_short(repr(expected))}"
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            return _type_mismatch(got, expected)
+        if len(got) != len(expected):
+            return f"it has {_count(len(got), 'item')}, expected {len(expected)}"
+        for index, (got_item, expected_item) in enumerate(zip(got, expected)):
+            reason = _compare(got_item, expected_item, atol, rtol)
+            if reason is not None:
+                return _at(f"[{index}]", reason)
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return _type_mismatch(got, expected)
+        missing = [key for key in expected if key not in got]
+        extra = [key for key in got if key not in expected]
+        if missing or extra:
+            parts = ([f"lacks the keys {missing}"] if missing else []) + ([f"has extra keys {extra}"] if extra else [])
+            return f"it {' and '.join(parts)}"
+        for key, expected_item in expected.items():
+            reason = _compare(got[key], expected_item, atol, rtol)
+            if reason is not None:
+                return _at(f"[{key!r}]", reason)
+        return None
+    try:
+        same = bool(got == expected)
+    except Exception as error:
+        return f"it cannot be compared with the expected {_describe(expected)} ({_error_text(error)})"
+    return None if same else f"it is {_short(repr(got))}, expected {_short(repr(expected))}"
+
+
+def _at(index: str, reason: str) -> str:
+    """Prefix an item's reason with where it is: "item [2]: ...", "item [1][0]: ..."."""
+    if reason.startswith("item ["):
+        return f"item {index}{reason[len('item '):]}"
+    return f"item {index}: {reason}"
+
+
+def _compare_floats(got: float, expected: float, atol: float, rtol: float) -> Optional[str]:
+    if math.isnan(expected) or math.isnan(got):
+        return None if math.isnan(expected) and math.isnan(got) else f"it is {_num(got)}, expected {_num(expected)}"
+    if math.isinf(expected) or math.isinf(got):
+        return None if got == expected else f"it is {_num(got)}, expected {_num(expected)}"
+    if abs(got - expected) <= atol + rtol * abs(expected):
+        return None
+    return f"it is {_num(got)}, expected {_num(expected)} (difference {_num(abs(got - expected))})"
+
+
+def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> Optional[str]:
+    """Two tensors, or two numpy arrays: shape, then kind of dtype, then NaN/inf, then values."""
+    if tuple(got.shape) != tuple(expected.shape):
+        hint = _shape_hint(got.shape, expected.shape)
+        return f"it has shape {_shape(got.shape)}, expected {_shape(expected.shape)}{hint}"
+    got_kind, expected_kind = _kind(got), _kind(expected)
+    if got_kind != expected_kind:
+        return f"its dtype is {_dtype(got)} ({got_kind}), expected {expected_kind} like {_dtype(expected)}"
+    a, b = _to_numpy(got), _to_numpy(expected)
+    np = _numpy()
+    if expected_kind in ("floating point", "complex"):
+        reason = _nonfinite_mismatch(a, b)
+        if reason is not None:
+            return reason
+        finite = np.isfinite(b)  # elsewhere got has the same NaN or inf, as just checked
+        diff = np.zeros(b.shape)
+        diff[finite] = np.abs(a[finite] - b[finite])
+        bad = np.zeros(b.shape, dtype=bool)
+        bad[finite] = diff[finite] > atol + rtol * np.abs(b[finite])
+        if not bad.any():
+            return None
+        worst = np.unravel_index(np.argmax(np.where(bad, diff, -1.0)), diff.shape)
+        if a.ndim == 0:
+            return f"it is {_num(a.item())}, expected {_num(b.item())} (difference {_num(diff.item())})"
+        return (f"largest difference {_num(diff[worst].item())} at {_index(worst)} "
+                f"(got {_num(a[worst].item())}, expected {_num(b[worst].item())}); "
+                f"{int(bad.sum())} of {bad.size} values outside the tolerance")
+    bad = a != b
+    if not bad.any():
+        return None
+    first = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
+    if a.ndim == 0:
+        return f"it is {a.item()!r}, expected {b.item()!r}"
+    return (f"it differs at {int(bad.sum())} of {bad.size} positions, e.g. {_index(first)} "
+            f"(got {a[first].item()!r}, expected {b[first].item()!r})")
+
+
+def _special_values(array: Any) -> dict:
+    """Where an array holds NaN, inf and -inf (for complex numbers: NaN and inf in either part)."""
+    np = _numpy()
+    if np.iscomplexobj(array):
+        return {"NaN": np.isnan(array), "inf": np.isinf(array)}
+    return {"NaN": np.isnan(array), "inf": np.isposinf(array), "-inf": np.isneginf(array)}
+
+
+def _nonfinite_mismatch(a: Any, b: Any) -> Optional[str]:
+    """Where got has NaN or inf and expected has not the same there, or the other way round."""
+    np = _numpy()
+    got_special, expected_special = _special_values(a), _special_values(b)
+    for label, got_has in got_special.items():
+        expected_has = expected_special[label]
+        extra = got_has & ~expected_has
+        if extra.any():
+            where = np.argwhere(extra)
+            first = tuple(int(i) for i in where[0]) if a.ndim else ()
+            text = f"it contains {label} at {_count(len(where), 'position')}"
+            if a.ndim:
+                text += f", e.g. {_index(first)}"
+            if label == "NaN":
+                text += " (NaN comes from 0/0, inf - inf, or a softmax over a row that is all -inf)"
+            return text
+        missing = expected_has & ~got_has
+        if missing.any():
+            where = np.argwhere(missing)
+            first = tuple(int(i) for i in where[0]) if a.ndim else ()
+            if not a.ndim:
+                return f"it is {_num(a.item())}, expected {label}"
+            return (f"expected {label} at {_count(len(where), 'position')}, e.g. {_index(first)}, "
+                    f"where it has {_num(a[first].item())}")
+    return None
+
+
+# ------------------------------------------------------------------------------- describing
+
+
+def _plain_scalar(value: Any) -> Any:
+    """A numpy scalar (np.float32(0.5), np.int64(3), np.bool_(True)) as the Python number it is."""
+    module = type(value).__module__
+    if module == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0 and not _is_ndarray(value):
+        return value.item()
+    return value
+
+
+def _is_ndarray(value: Any) -> bool:
+    np = sys.modules.get("numpy")  # no numpy loaded means this cannot be an array
+    return np is not None and isinstance(value, np.ndarray)
+
+
+def _numpy():
+    import numpy
+
+    return numpy
+
+
+def _to_numpy(array: Any) -> Any:
+    """A tensor or array as a numpy array for comparing (float64 for floats, complex128 for complex)."""
+    np = _numpy()
+    if isinstance(array, torch.Tensor):
+        array = array.detach().cpu()
+        if array.is_complex():
+            return array.to(torch.complex128).numpy()
+        if array.is_floating_point():
+            return array.to(torch.float64).numpy()
+        return array.numpy()
+    kind = array.dtype.kind
+    if kind == "f":
+        return array.astype(np.float64)
+    if kind == "c":
+        return array.astype(np.complex128)
+    return array
+
+
+def _kind(array: Any) -> str:
+    """The kind of a dtype, which must match: floating point, integer, boolean, complex, text."""
+    if isinstance(array, torch.Tensor):
+        if array.dtype == torch.bool:
+            return "boolean"
+        if array.is_complex():
+            return "complex"
+        return "floating point" if array.is_floating_point() else "integer"
+    return {"b": "boolean", "i": "integer", "u": "integer", "f": "floating point", "c": "complex",
+            "U": "text", "S": "text"}.get(array.dtype.kind, f"dtype {array.dtype}")
+
+
+def _dtype(array: Any) -> str:
+    return str(array.dtype) if isinstance(array, torch.Tensor) else f"numpy {array.dtype}"
+
+
+def _describe(value: Any) -> str:
+    """What a value is, in a few words: 'a torch.Tensor of shape [3, 4]', 'a float (0.5)'."""
+    if value is None:
+        return "None"
+    if isinstance(value, torch.Tensor):
+        if value.dim() == 0:
+            return f"a 0-d torch.Tensor ({_num(value.item())})"
+        return f"a torch.Tensor of shape {_shape(value.shape)}"
+    if _is_ndarray(value):
+        return f"a numpy array of shape {_shape(value.shape)}"
+    if isinstance(value, bool):
+        return f"a bool ({value})"
+    if isinstance(value, int):
+        return f"an int ({value})"
+    if isinstance(value, float):
+        return f"a float ({_num(value)})"
+    if isinstance(value, str):
+        return f"a str ({_short(repr(value))})"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {_count(len(value), 'item')}"
+    if isinstance(value, dict):
+        return f"a dict with {_count(len(value), 'key')}"
+    if callable(value):
+        return f"a function ({_function_name(value)})"
+    return f"a {type(value).__name__}"
+
+
+def _type_mismatch(got: Any, expected: Any) -> str:
+    """'it is X, expected Y', with the usual fix when there is one."""
+    text = f"it is {_describe(got)}, expected {_describe(expected)}"
+    hint = ""
+    if got is None:
+        hint = "did the function forget to return its result?"
+    elif isinstance(expected, torch.Tensor) and _is_ndarray(got):
+        hint = "torch.from_numpy turns an array into a tensor"
+    elif _is_ndarray(expected) and isinstance(got, torch.Tensor):
+        hint = ".numpy() turns a tensor into an array"
+    elif isinstance(expected, (bool, int, float)) and isinstance(got, torch.Tensor) and got.numel() == 1:
+        hint = ".item() turns a one-element tensor into a Python number"
+    elif isinstance(expected, int) and not isinstance(expected, bool) and isinstance(got, float) and got.is_integer():
+        hint = "use // or int() for a whole number"
+    return f"{text} ({hint})" if hint else text
+
+
+def _shape(shape: Any) -> str:
+    return "[" + ", ".join(str(int(n)) for n in shape) + "]"
+
+
+def _shape_hint(got: Any, expected: Any) -> str:
+    got, expected = tuple(got), tuple(expected)
+    if len(got) == len(expected) >= 2 and got == expected[::-1] or (
+            len(got) == len(expected) >= 2 and got[:-2] == expected[:-2] and got[-2:] == expected[-2:][::-1]):
+        return " (the transpose: are the dimensions in the right order?)"
+    if tuple(n for n in got if n != 1) == tuple(n for n in expected if n != 1):
+        return " (a dimension of size 1 too many or too few: unsqueeze/squeeze, or keepdim?)"
+    return ""
+
+
+def _index(index: Sequence[int]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def _num(value: Any) -> str:
+    """A number to read: 4 significant digits for floats, exact for the rest."""
+    if isinstance(value, complex):
+        return f"{value:.4g}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if value.is_integer() and abs(value) < 1e15:
+            return repr(value)  # 1024.0, not 1024: a float that looks like an int is still a float
+        return format(value, ".4g")
+    return repr(value)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _SHORT else text[: _SHORT - 3] + "..."
