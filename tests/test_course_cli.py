@@ -6,12 +6,13 @@ repository has at the time, and run the CLI in this process to stay fast.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -132,23 +133,80 @@ def test_quiz_missing_says_which_modules_have_one(course, capsys):
         "Module 01 has no quiz yet (no quizzes/01_attention_basics.json). Modules with quizzes: none yet.")
 
 
-def test_quiz_without_a_runner_says_it_is_not_installed(course, capsys, monkeypatch):
-    (course / "quizzes").mkdir()
-    (course / "quizzes" / "01_attention_basics.json").write_text("{}")
-    monkeypatch.setitem(sys.modules, "minimind_ref.teaching.quiz", None)  # import fails
-    assert main(["quiz", "01"]) == 2
-    assert "quiz runner (minimind_ref.teaching.quiz) is not installed" in capsys.readouterr().err
+QUIZ = {
+    "module": "01_attention_basics",
+    "title": "Attention basics",
+    "questions": [
+        {"id": "softmax-sum", "type": "single", "question": "What does a row of weights sum to?",
+         "choices": ["0", "1"], "answer": 1, "explanation": "Softmax makes a distribution."},
+        {"id": "causal-rows", "type": "multiple", "question": "Which hold for a causal row?",
+         "choices": ["It sums to 1", "It holds negative weights", "Future weights are 0"],
+         "answer": [0, 2], "explanation": "Softmax, then the mask."},
+        {"id": "causal-entries", "type": "numeric", "question": "Non-zero entries for T = 6?",
+         "answer": 21, "tolerance": 0, "explanation": "6 * 7 / 2."},
+    ],
+}
 
 
-def test_quiz_hands_the_file_to_the_runner(course, monkeypatch):
-    (course / "quizzes").mkdir()
-    (course / "quizzes" / "01_attention_basics.json").write_text("{}")
-    seen = []
-    runner = types.ModuleType("minimind_ref.teaching.quiz")
-    runner.run_terminal_quiz = seen.append
-    monkeypatch.setitem(sys.modules, "minimind_ref.teaching.quiz", runner)
+def _write_quiz(course: Path, data) -> Path:
+    (course / "quizzes").mkdir(exist_ok=True)
+    path = course / "quizzes" / "01_attention_basics.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2))
+    return path
+
+
+def test_quiz_runs_in_the_terminal(course, capsys, monkeypatch):
+    _write_quiz(course, QUIZ)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("b\nA,C\n20\n"))
     assert main(["quiz", "1"]) == 0
-    assert seen == [course / "quizzes" / "01_attention_basics.json"]
+    out = capsys.readouterr().out
+    assert "Question 3 of 3" in out and "Not quite: you answered 20. The answer is 21." in out
+    assert out.rstrip().endswith("Score: 2 of 3")
+
+
+class _Interrupted(io.StringIO):
+    def readline(self, *args):
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("stdin,score", [
+    (lambda: io.StringIO("b\n"), "Score: 1 of 3 (2 not reached)"),
+    (_Interrupted, "Score: 0 of 3 (3 not reached)"),
+], ids=["end-of-input", "ctrl-c"])
+def test_quiz_stops_cleanly_with_the_score_so_far(course, capsys, monkeypatch, stdin, score):
+    _write_quiz(course, QUIZ)
+    monkeypatch.setattr(sys, "stdin", stdin())
+    assert main(["quiz", "01"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.rstrip().endswith(score)
+
+
+def test_a_malformed_quiz_lists_its_problems_with_exit_2(course, capsys):
+    data = json.loads(json.dumps(QUIZ))
+    data["questions"][0]["answer"] = 2
+    data["questions"][2]["explaination"] = data["questions"][2].pop("explanation")
+    _write_quiz(course, data)
+    assert main(["quiz", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "quizzes/01_attention_basics.json, question 1 ('softmax-sum'): \"answer\" is 2 but there are "
+        "only 2 choices (0 to 1).",
+        "quizzes/01_attention_basics.json, question 3 ('causal-entries'): unknown key \"explaination\" "
+        "(did you mean \"explanation\"?); the keys allowed in a \"numeric\" question are: id, type, "
+        "question, answer, tolerance, unit, explanation, hint.",
+        "quizzes/01_attention_basics.json, question 3 ('causal-entries'): \"explanation\" is missing; "
+        "add it: why the answer is right, shown after answering.",
+    ]
+
+
+def test_a_quiz_that_is_not_json_gives_line_and_column_with_exit_2(course, capsys):
+    _write_quiz(course, '{\n  "module": "01_attention_basics",\n  "title": "x",\n}\n')
+    assert main(["quiz", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "quizzes/01_attention_basics.json: not valid JSON at line 4, column 1: Expecting property name "
+        "enclosed in double quotes. Keys need double quotes, and JSON allows no comma after the last "
+        "item.\n")
 
 
 def test_notebooks_with_none_on_disk_exits_0(course, capsys):

@@ -1,0 +1,196 @@
+"""A module's quiz in a notebook: one ipywidgets box per question, graded by quiz.py.
+
+Only notebooks import this file (it needs ipywidgets). The questions, the grading and the wording
+of the feedback all come from quiz.py, so the notebook and `make quiz M=NN` mark alike.
+
+    from minimind_ref.teaching.quiz_widget import show_quiz
+    show_quiz("01")          # or show_quiz("01_attention_basics"), a path, or a Quiz
+
+`show_quiz` also prints the questions as plain text (without answers): a notebook stored with its
+outputs and read without a kernel (on a code host, say) cannot draw widgets, but still shows the
+quiz. That text is deterministic, so strict nbval can compare it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Callable, Dict, List, Union
+
+import ipywidgets as widgets
+from IPython.display import display
+
+from minimind_ref.teaching.catalog import find_course_root, get_module, quiz_path
+from minimind_ref.teaching.quiz import Feedback, Question, Quiz, letter, load_quiz, parse_response, quiz_text
+
+_RIGHT, _WRONG = "#1a7f37", "#b35900"  # green and orange: readable on light and dark themes
+_MATH = re.compile(r"(\$\$.+?\$\$|\$.+?\$)", re.S)
+
+
+def markup(text: str) -> str:
+    """Quiz text as HTML for HTMLMath: HTML-escaped, `code` and **bold** outside $...$, line breaks
+    kept. Math is left as written (only escaped), for MathJax to typeset."""
+    parts = _MATH.split(text)
+    for i in range(0, len(parts), 2):  # the even parts are outside math
+        plain = html.escape(parts[i], quote=False)
+        plain = re.sub(r"`([^`]+)`", r"<code>\1</code>", plain)
+        parts[i] = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", plain)
+    for i in range(1, len(parts), 2):
+        parts[i] = html.escape(parts[i], quote=False)
+    return "".join(parts).replace("\n", "<br>")
+
+
+def _has_markup(text: str) -> bool:
+    return "$" in text or "`" in text or "**" in text
+
+
+def _feedback_html(feedback: Feedback) -> str:
+    """The verdict line in colour, then the explanation."""
+    head, _, rest = feedback.message.partition("\n")
+    colour = _RIGHT if feedback.correct else _WRONG
+    return (f'<div style="color:{colour}"><b>{markup(head)}</b></div>'
+            + (f"<div>{markup(rest)}</div>" if rest else ""))
+
+
+def _problem_html(text: str) -> str:
+    return f'<div style="color:{_WRONG}">{markup(text)}</div>'
+
+
+class _QuestionView:
+    """One question's widgets, and what its Check button does: grade, show the feedback, and
+    report the result (`on_result(correct)`), which replaces any earlier result."""
+
+    def __init__(self, question: Question, number: int, total: int,
+                 on_result: Callable[[bool], None]):
+        self.question, self.on_result = question, on_result
+        parts: List[widgets.Widget] = [
+            widgets.HTML(f"<b>Question {number} of {total}</b>"),
+            widgets.HTMLMath(markup(question.question)),
+        ]
+        parts += self._answer_widgets()
+        self.check_button = widgets.Button(description="Check", button_style="primary")
+        self.check_button.on_click(self.check)
+        buttons = [self.check_button]
+        self.hint = widgets.HTMLMath("")
+        if question.hint:
+            self.hint_button = widgets.Button(description="Hint")
+            self.hint_button.on_click(self.toggle_hint)
+            buttons.append(self.hint_button)
+        self.feedback = widgets.HTMLMath("")
+        parts += [widgets.HBox(buttons), self.hint, self.feedback]
+        self.box = widgets.VBox(parts, layout=widgets.Layout(margin="0 0 1.5em 0"))
+
+    def _answer_widgets(self) -> List[widgets.Widget]:
+        q = self.question
+        labels = [f"{letter(i)}. {choice}" for i, choice in enumerate(q.choices)]
+        if q.type == "single":
+            if any(_has_markup(choice) for choice in q.choices):
+                # Radio labels are plain text (no MathJax): show the choices typeset, pick by letter.
+                listed = widgets.HTMLMath("<br>".join(markup(label) for label in labels))
+                self.input = widgets.RadioButtons(
+                    options=[(letter(i), i) for i in range(len(q.choices))], value=None,
+                    orientation="horizontal", layout=widgets.Layout(width="auto"))
+                return [listed, self.input]
+            self.input = widgets.RadioButtons(options=[(label, i) for i, label in enumerate(labels)],
+                                              value=None, layout=widgets.Layout(width="auto"))
+            return [self.input]
+        if q.type == "multiple":
+            # Checkbox descriptions are typeset, so math renders in them.
+            self.input = widgets.VBox([
+                widgets.Checkbox(value=False, description=markup(label), description_allow_html=True,
+                                 indent=False, layout=widgets.Layout(width="auto"))
+                for label in labels])
+            return [self.input]
+        self.input = widgets.Text(placeholder="a number, e.g. 42, 0.125, 1e-5 or 25,829,888",
+                                  layout=widgets.Layout(width="22em"))
+        return [widgets.HBox([self.input] + ([widgets.Label(q.unit)] if q.unit else []))]
+
+    def response(self):
+        """The learner's answer as `Question.grade` takes it; ValueError says what is missing."""
+        q = self.question
+        if q.type == "single":
+            if self.input.value is None:
+                raise ValueError("Choose an answer first.")
+            return self.input.value
+        if q.type == "multiple":
+            chosen = [i for i, box in enumerate(self.input.children) if box.value]
+            if not chosen:
+                raise ValueError("Tick every answer that applies first.")
+            return chosen
+        return parse_response(q, self.input.value)
+
+    def check(self, _button=None) -> None:
+        try:
+            response = self.response()
+        except ValueError as error:  # nothing to grade: say why, count nothing
+            self.feedback.value = _problem_html(str(error))
+            return
+        feedback = self.question.grade(response)
+        self.feedback.value = _feedback_html(feedback)
+        self.on_result(feedback.correct)
+
+    def toggle_hint(self, _button=None) -> None:
+        self.hint.value = "" if self.hint.value else markup(f"Hint: {self.question.hint}")
+
+
+def quiz_widget(quiz: Quiz) -> widgets.VBox:
+    """The quiz as one VBox: a title, a box per question (prompt, answer input, Check button,
+    feedback) and a running score at the bottom. Checking a question again replaces its result."""
+    total = len(quiz.questions)
+    results: Dict[int, bool] = {}
+    score = widgets.Label()
+
+    def show_score() -> None:
+        score.value = f"Score: {len(results)} of {total} answered, {sum(results.values())} right"
+
+    def recorder(number: int) -> Callable[[bool], None]:
+        def record(correct: bool) -> None:
+            results[number] = correct
+            show_score()
+        return record
+
+    show_score()
+    head = f"<h3>{html.escape(quiz.title)}</h3>"
+    if quiz.description:
+        head += f"<p>{markup(quiz.description)}</p>"
+    views = [_QuestionView(q, n, total, recorder(n)) for n, q in enumerate(quiz.questions, 1)]
+    return widgets.VBox([widgets.HTMLMath(head), *(view.box for view in views), score])
+
+
+def resolve_quiz(source: Union[Quiz, str, Path, int]) -> Quiz:
+    """A Quiz from a Quiz, a module number (1, "1", "01"), a module name ("01_attention_basics")
+    or a path to a quiz file. Numbers and names are looked up in the course that holds the
+    current folder (notebooks run in notebooks/)."""
+    if isinstance(source, Quiz):
+        return source
+    if isinstance(source, int) and not isinstance(source, bool):
+        source = str(source)
+    if isinstance(source, str):
+        match = re.fullmatch(r"(\d{1,2})(?:_\w+)?", source.strip())
+        if match:
+            module = get_module(match.group(1), find_course_root(), "quiz")
+            path = quiz_path(module)
+            if "_" in source and path.stem != source.strip():
+                raise ValueError(f"There is no quiz named '{source.strip()}'; module "
+                                 f"{module.number}'s quiz is {path.stem}.")
+            return load_quiz(path)
+    if isinstance(source, (str, Path)):
+        return load_quiz(source)
+    raise TypeError(f"show_quiz takes a Quiz, a module number such as \"01\", a module name such "
+                    f"as \"01_attention_basics\" or a path to a quiz file; got {source!r}.")
+
+
+def show_quiz(source: Union[Quiz, str, Path, int]) -> None:
+    """Show a quiz in a notebook: the questions as plain text (what a reader without a kernel
+    sees), then the interactive widget. Returns None, so the cell does not display it twice."""
+    quiz = resolve_quiz(source)
+    print(quiz_text(quiz))
+    number = re.match(r"(\d\d)_", quiz.module)
+    print()
+    print("Answer in the quiz widget below (it needs a running kernel)"
+          + (f", or in a terminal: make quiz M={number.group(1)}" if number else "") + ".")
+    bundle = quiz_widget(quiz)._repr_mimebundle_()
+    # The widget's own text/plain is its repr, which can change with ipywidgets; nbval compares it.
+    bundle["text/plain"] = f"[quiz widget: {quiz.title}]"
+    display(bundle, raw=True)

@@ -1,0 +1,192 @@
+"""The notebook quiz (quiz_widget.py), driven headless: set the widgets' values as a learner would,
+click the buttons, and read the feedback and the score."""
+
+from __future__ import annotations
+
+import json
+
+import ipywidgets as widgets
+import pytest
+
+from minimind_ref.teaching import quiz_widget as qw
+from minimind_ref.teaching.catalog import CourseError
+from minimind_ref.teaching.quiz import parse_quiz, quiz_text
+
+QUIZ = {
+    "module": "01_attention_basics",
+    "title": "Attention basics",
+    "questions": [
+        {"id": "softmax-sum", "type": "single", "question": "What does each row of weights sum to?",
+         "choices": ["0", "1", "T"], "answer": 1, "explanation": "Softmax makes a distribution.",
+         "hint": "Think of probabilities."},
+        {"id": "causal-rows", "type": "multiple", "question": "Which hold for a causal row?",
+         "choices": ["It sums to 1", "It holds negative weights", "Future weights are 0"],
+         "answer": [0, 2], "explanation": "Softmax, then the mask."},
+        {"id": "qkv-weights", "type": "numeric", "question": "How many weights in Q, K and V?",
+         "answer": 786432, "tolerance": 0, "unit": "weights", "explanation": "3 x 512 x 512."},
+        {"id": "scale", "type": "single", "question": "Scores are divided by?",
+         "choices": ["$d_k$", "$\\sqrt{d_k}$"], "answer": 1, "explanation": "Variance $d_k$ -> 1."},
+    ],
+}
+
+
+def walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from walk(child)
+
+
+def find(widget, kind):
+    return [w for w in walk(widget) if type(w) is kind]
+
+
+def button(box, name):
+    (found,) = [b for b in find(box, widgets.Button) if b.description == name]
+    return found
+
+
+@pytest.fixture
+def quiz_box():
+    box = qw.quiz_widget(parse_quiz(QUIZ))
+    title, *questions, score = box.children
+    assert "<h3>Attention basics</h3>" in title.value
+    assert len(questions) == 4
+    return questions, score
+
+
+def test_single_choice_right_then_wrong_replaces_the_result(quiz_box):
+    (q1, *_), score = quiz_box
+    assert score.value == "Score: 0 of 4 answered, 0 right"
+    (radio,) = find(q1, widgets.RadioButtons)
+    assert radio.options == (("A. 0", 0), ("B. 1", 1), ("C. T", 2)) and radio.value is None
+    feedback = find(q1, widgets.HTMLMath)[-1]
+    button(q1, "Check").click()
+    assert "Choose an answer first." in feedback.value
+    assert score.value == "Score: 0 of 4 answered, 0 right"
+    radio.value = 1
+    button(q1, "Check").click()
+    assert "Right! The answer is B: 1" in feedback.value and "Softmax makes a distribution." in feedback.value
+    assert score.value == "Score: 1 of 4 answered, 1 right"
+    radio.value = 0
+    button(q1, "Check").click()
+    assert "Not quite: you chose A. The answer is B: 1" in feedback.value
+    assert score.value == "Score: 1 of 4 answered, 0 right"  # replaced, not counted twice
+
+
+def test_the_hint_button_shows_and_hides_the_hint(quiz_box):
+    (q1, q2, *_), _ = quiz_box
+    hint = find(q1, widgets.HTMLMath)[-2]
+    button(q1, "Hint").click()
+    assert hint.value == "Hint: Think of probabilities."
+    button(q1, "Hint").click()
+    assert hint.value == ""
+    assert not [b for b in find(q2, widgets.Button) if b.description == "Hint"]
+
+
+def test_multiple_choice_needs_all_and_only_the_right_boxes(quiz_box):
+    (_, q2, *_), score = quiz_box
+    boxes = find(q2, widgets.Checkbox)
+    assert [b.description for b in boxes] == ["A. It sums to 1", "B. It holds negative weights",
+                                              "C. Future weights are 0"]
+    feedback = find(q2, widgets.HTMLMath)[-1]
+    button(q2, "Check").click()
+    assert "Tick every answer that applies first." in feedback.value
+    boxes[0].value = True
+    button(q2, "Check").click()
+    assert "Not quite: you missed C. The answers are A and C." in feedback.value
+    boxes[1].value = boxes[2].value = True
+    button(q2, "Check").click()
+    assert "Not quite: B is not right." in feedback.value
+    boxes[1].value = False
+    button(q2, "Check").click()
+    assert "Right! The answers are A and C." in feedback.value and "Softmax, then the mask." in feedback.value
+    assert score.value == "Score: 1 of 4 answered, 1 right"
+
+
+def test_numeric_reads_typed_numbers_and_explains_a_bad_one(quiz_box):
+    (_, _, q3, _), score = quiz_box
+    (text,) = find(q3, widgets.Text)
+    assert [label.value for label in find(q3, widgets.Label)] == ["weights"]
+    feedback = find(q3, widgets.HTMLMath)[-1]
+    text.value = "786.432"
+    button(q3, "Check").click()
+    assert "Not quite: you answered 786.432. The answer is 786,432 weights." in feedback.value
+    assert score.value == "Score: 1 of 4 answered, 0 right"
+    text.value = "0,5"
+    button(q3, "Check").click()
+    assert ("Type a number, such as 42, -3, 0.125, 1e-5 or 25,829,888 (a point for decimals; commas "
+            "only between groups of three digits); got '0,5'.") in feedback.value
+    assert score.value == "Score: 1 of 4 answered, 0 right"  # an unreadable answer counts for nothing
+    text.value = "786,432 weights"
+    button(q3, "Check").click()
+    assert "Right! The answer is 786,432 weights." in feedback.value
+    assert score.value == "Score: 1 of 4 answered, 1 right"
+
+
+def test_choices_with_math_are_typeset_and_picked_by_letter(quiz_box):
+    (*_, q4), score = quiz_box
+    (radio,) = find(q4, widgets.RadioButtons)
+    assert radio.options == (("A", 0), ("B", 1))
+    assert "A. $d_k$<br>B. $\\sqrt{d_k}$" in [w.value for w in find(q4, widgets.HTMLMath)]
+    radio.value = 1
+    button(q4, "Check").click()
+    assert "Right! The answer is B: $\\sqrt{d_k}$" in find(q4, widgets.HTMLMath)[-1].value
+
+
+def test_markup_escapes_html_and_leaves_math_alone():
+    assert qw.markup("Use `x < y` and **bold**; $a<b$\nnext") == (
+        "Use <code>x &lt; y</code> and <b>bold</b>; $a&lt;b$<br>next")
+    assert qw.markup("$`not code`$ `code`") == "$`not code`$ <code>code</code>"
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """A fake course root holding module 01's quiz, with notebooks/ as the current folder."""
+    (tmp_path / "Makefile").write_text("")
+    (tmp_path / "minimind_ref").mkdir()
+    (tmp_path / "minimind_ref" / "__init__.py").write_text("")
+    (tmp_path / "quizzes").mkdir()
+    (tmp_path / "quizzes" / "01_attention_basics.json").write_text(json.dumps(QUIZ))
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    return tmp_path
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """What show_quiz passes to IPython's display."""
+    calls = []
+    monkeypatch.setattr(qw, "display", lambda obj, raw=False: calls.append((obj, raw)))
+    return calls
+
+
+EXPECTED_TEXT = quiz_text(parse_quiz(QUIZ)) + (
+    "\n\nAnswer in the quiz widget below (it needs a running kernel), or in a terminal: make quiz M=01.\n")
+
+
+@pytest.mark.parametrize("source", ["01", "1", 1, "01_attention_basics", "../quizzes/01_attention_basics.json"])
+def test_show_quiz_finds_the_module_and_prints_the_questions(course, shown, capsys, source):
+    assert qw.show_quiz(source) is None
+    assert capsys.readouterr().out == EXPECTED_TEXT
+    ((bundle, raw),) = shown
+    assert raw and bundle["text/plain"] == "[quiz widget: Attention basics]"
+    assert set(bundle) == {"text/plain", "application/vnd.jupyter.widget-view+json"}
+
+
+def test_show_quiz_text_is_deterministic_and_hides_the_answers(course, shown, capsys):
+    qw.show_quiz(parse_quiz(QUIZ))
+    first = capsys.readouterr().out
+    qw.show_quiz(course / "quizzes" / "01_attention_basics.json")
+    assert capsys.readouterr().out == first == EXPECTED_TEXT
+    assert "Softmax makes a distribution." not in first and "786" not in first
+
+
+def test_show_quiz_explains_a_wrong_source(course, shown):
+    with pytest.raises(CourseError, match=r"Module 02 has no quiz yet"):
+        qw.show_quiz("02")
+    with pytest.raises(ValueError, match=r"There is no quiz named '01_basics'; module 01's quiz is "
+                                         r"01_attention_basics\."):
+        qw.show_quiz("01_basics")
+    with pytest.raises(TypeError, match=r"show_quiz takes a Quiz, a module number"):
+        qw.show_quiz(1.5)
+    assert shown == []
