@@ -3,11 +3,10 @@ never raised; strict mode raises; the author's own mistakes raise at once."""
 
 import math
 
-import nbformat
 import numpy as np
 import pytest
 import torch
-from nbclient import NotebookClient
+from kernel_cells import run_cells
 
 from minimind_ref.teaching.checks import STRICT_ENV, CheckResult, ExerciseCheckFailed, check
 
@@ -418,11 +417,9 @@ def test_in_a_notebook_the_verdict_shows_once(tmp_path, monkeypatch):
         "check('sum', 1 + 1, 2, explain='Arithmetic.')",
         "r",
     ]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    NotebookClient(notebook, kernel_name="python3", timeout=120,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    cells = run_cells(sources, tmp_path)
     shown = [[(o.output_type, o.get("text") or o.get("data", {}).get("text/plain")) for o in cell.outputs]
-             for cell in notebook.cells]
+             for cell in cells]
     assert shown == [
         [("stream", "✗ todo: not yet — the exercise is not filled in yet (it raises NotImplementedError)\n")],
         [("stream", "✓ sum: right. Arithmetic.\n")],

@@ -6,12 +6,11 @@ import matplotlib
 matplotlib.use("Agg")  # headless, whatever the environment says
 
 import matplotlib.pyplot as plt  # noqa: E402
-import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
+from kernel_cells import run_cells  # noqa: E402
 
 from minimind_ref.teaching.heatmaps import show_heatmaps  # noqa: E402
 
@@ -347,10 +346,8 @@ def test_a_notebook_shows_each_figure_exactly_once(tmp_path, monkeypatch):
         "show_heatmaps(torch.rand(2,3,3))",
         "fig",
     ]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    NotebookClient(notebook, kernel_name="python3", timeout=120,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    for source, cell in zip(sources, notebook.cells):
+    cells = run_cells(sources, tmp_path)
+    for source, cell in zip(sources, cells):
         pngs = [o for o in cell.outputs if "image/png" in o.get("data", {})]
         assert len(pngs) == 1, f"{source!r} gave {len(pngs)} images: {cell.outputs}"
         assert not [o for o in cell.outputs if o.output_type == "error"]

@@ -5,14 +5,17 @@ import time are the standard library only (the parent package brings torch), so 
 answers at once and runs where only the pinned environment is installed: anything heavy
 (matplotlib, ipywidgets, nbclient) is imported by the module or function that needs it.
 
-    catalog.py      which modules the course plans and which of their parts exist on disk
-    __main__.py     the command line behind the make targets:
-                    python -m minimind_ref.teaching {list, exp NN, experiments, quiz NN, notebooks [NN]}
-    experiment.py   what every experiment script shares: flags, seeding, claims, saved figures
-    heatmaps.py     show_heatmaps: one attention map or a grid, token labels, one colour scale
-    checks.py       check(...): an exercise's verdict, right or "not yet" and why
-    quiz.py         quiz files: format, validation, grading and the terminal quiz
-    quiz_widget.py  show_quiz: the same quiz as an ipywidgets form in a notebook
+    catalog.py        which modules the course plans and which of their parts exist on disk
+    __main__.py       the command line behind the make targets:
+                      python -m minimind_ref.teaching {list, exp NN, experiments, quiz NN, notebooks [NN]}
+    experiment.py     what every experiment script shares: flags, seeding, claims, saved figures
+    heatmaps.py       show_heatmaps: one attention map or a grid, token labels, one colour scale
+    checks.py         check(...): an exercise's verdict, right or "not yet" and why
+    quiz.py           the quizzes' public names in one import; `python -m` it to check quiz files
+    quiz_model.py     a quiz's data model, grading and typed answers, shared by every front end
+    quiz_format.py    quiz files: loading, validation and the JSON Schema
+    quiz_terminal.py  quiz_text and the terminal quiz behind `make quiz M=NN`
+    quiz_widget.py    show_quiz: the same quiz as an ipywidgets form in a notebook
 """
 
 from .catalog import PLANNED_MODULES, CourseError, Module, all_modules, find_course_root, get_module

@@ -1,0 +1,443 @@
+"""Quiz files: loading and validating quizzes/NN_slug.json, and the JSON Schema of the format.
+
+Each module has quizzes/NN_slug.json, data only (quizzes/README.md documents the format for
+authors); `load_quiz` and `parse_quiz` turn one into a `Quiz` (quiz_model.py) or say everything
+that is wrong with it.
+
+Why a hand-written validator as well as the JSON Schema `QUIZ_SCHEMA`: the schema lets an editor
+check a file as it is typed, but it cannot say that an answer index lies within the choices, that
+ids are unique, or that "module" matches the file name, and its messages describe the schema rather
+than the fix. The validator checks those rules too, finds every problem in one pass (an author fixes
+a file in one go, not one error per run) and words each one as what to change. It also catches the
+trap of LaTeX in JSON: "$\\frac{a}{b}$" written with one backslash is a form feed and "rac".
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from minimind_ref.teaching.quiz_model import _NUMBER, Question, Quiz, _finite, letter
+
+QUESTION_TYPES = ("single", "multiple", "numeric")
+# Choices are labelled A, B, C...; twelve (A to L) keeps the labels clear of the terminal's
+# q (quit) and s (skip) keys, and more than that is a poor question anyway.
+MAX_CHOICES = 12
+ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+
+TOP_KEYS = ("module", "title", "description", "questions")
+QUESTION_KEYS = {
+    "single": ("id", "type", "question", "choices", "answer", "explanation", "hint"),
+    "multiple": ("id", "type", "question", "choices", "answer", "explanation", "hint"),
+    "numeric": ("id", "type", "question", "answer", "tolerance", "unit", "explanation", "hint"),
+}
+_OPTIONAL = {"description", "hint", "unit"}
+_ANY_QUESTION_KEYS = tuple(dict.fromkeys(k for keys in QUESTION_KEYS.values() for k in keys))
+
+# What a missing key should hold, for the message that asks for it.
+_WHAT = {
+    "module": 'the file name without .json, such as "01_attention_basics"',
+    "title": "the quiz's title",
+    "questions": "a list of questions",
+    "id": 'a short name unique in the file, such as "scale-factor"',
+    "type": '"single", "multiple" or "numeric"',
+    "question": "the question's text",
+    "choices": "a list of at least 2 answer texts",
+    "explanation": "why the answer is right, shown after answering",
+    "tolerance": "how far from the answer still counts as right; 0 for exact",
+}
+_ANSWER_WHAT = {
+    "single": "the index of the right choice, counting from 0",
+    "multiple": "a list of the indices of every right choice, such as [0, 2]",
+    "numeric": "the right number",
+}
+
+# JSON escapes that swallow the backslash of a LaTeX command: (what it becomes, commands it hits).
+_LATEX_TRAPS = {
+    "\t": ("a tab", "\\t", "\\theta, \\tau, \\times or \\text"),
+    "\f": ("a form feed", "\\f", "\\frac"),
+    "\b": ("a backspace", "\\b", "\\beta or \\bar"),
+    "\r": ("a carriage return", "\\r", "\\rho or \\right"),
+}
+
+
+class QuizError(ValueError):
+    """A quiz that breaks the format. The message has one line per problem found, each naming the
+    file, the question (number and id) and the rule, and saying what to change; `problems` holds
+    the same lines. The CLI prints them as they are and exits 2: the author can fix each one."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = tuple(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class _Object(dict):
+    """A JSON object that remembers keys given twice: json keeps only the last silently, so a
+    pasted-in second "answer" would otherwise win unseen."""
+
+    duplicates: Tuple[str, ...] = ()
+
+
+def _object(pairs: List[Tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    seen: Dict[str, int] = {}
+    for key, _ in pairs:
+        seen[key] = seen.get(key, 0) + 1
+    obj.duplicates = tuple(key for key, count in seen.items() if count > 1)
+    return obj
+
+
+def _shown(path: Path) -> str:
+    """The path as the learner would type it: relative to the current folder or, failing that,
+    to the course root; else as given."""
+    from minimind_ref.teaching.catalog import find_course_root
+
+    resolved = path.resolve()
+    for base in (Path.cwd().resolve(), find_course_root()):
+        try:
+            return resolved.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def _json_advice(message: str) -> str:
+    if "escape" in message:
+        return (' In JSON a backslash starts an escape: write LaTeX commands with two, '
+                'as in "$\\\\sqrt{d_k}$".')
+    if "delimiter" in message:
+        return " Look for a missing comma or quote just before this point."
+    if "control character" in message:
+        return " A line break or tab inside a string must be written as \\n or \\t."
+    if "property name" in message:
+        return " Keys need double quotes, and JSON allows no comma after the last item."
+    return ""
+
+
+def load_quiz(path: Union[str, Path]) -> Quiz:
+    """Read and validate a quiz file; "module" must equal the file's stem. Every problem, JSON
+    syntax included (with line and column), comes as one QuizError."""
+    path = Path(path)
+    shown = _shown(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise QuizError([f"{shown}: no such file."]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise QuizError([f"{shown}: cannot be read as UTF-8 text ({error})."]) from None
+    try:
+        data = json.loads(text, object_pairs_hook=_object)
+    except json.JSONDecodeError as error:
+        raise QuizError([f"{shown}: not valid JSON at line {error.lineno}, column {error.colno}: "
+                         f"{error.msg}.{_json_advice(error.msg)}"]) from None
+    return parse_quiz(data, shown, stem=path.stem)
+
+
+def parse_quiz(data: Any, source: str = "<quiz>", *, stem: Optional[str] = None) -> Quiz:
+    """Validate quiz data (as json.load gives it) and build the Quiz. `source` names it in
+    messages; `stem`, when given (load_quiz gives the file's), must equal "module".
+
+    Raises one QuizError listing every problem found.
+    """
+    problems: List[str] = []
+    if not isinstance(data, dict):
+        raise QuizError([f'{source}: a quiz is one JSON object, {{"module": ..., "title": ..., '
+                         f'"questions": [...]}}; found {_describe(data)}.'])
+    top = _Place(source, problems)
+    _check_keys(data, TOP_KEYS, top, "at the top level")
+    module = _text(data, "module", top)
+    if module is not None and stem is not None and module != stem:
+        top.add(f'"module" is "{module}" but the file is {stem}.json; they must match: set '
+                f'"module" to "{stem}", or rename the file.')
+    title = _text(data, "title", top)
+    description = _text(data, "description", top)
+    questions: List[Question] = []
+    value = data.get("questions")
+    if "questions" not in data:
+        top.missing("questions")
+    elif not isinstance(value, list):
+        top.add(f'"questions" must be a list of questions; found {_describe(value)}.')
+    elif not value:
+        top.add('"questions" is empty; add at least one question.')
+    else:
+        ids: Dict[str, int] = {}
+        for number, item in enumerate(value, 1):
+            question = _parse_question(item, number, source, ids, problems)
+            if question is not None:
+                questions.append(question)
+    if problems:
+        raise QuizError(problems)
+    return Quiz(module, title, tuple(questions), description)
+
+
+class _Place:
+    """Where problems are found ("file, question 3 ('id')"), and the list they go to."""
+
+    def __init__(self, where: str, problems: List[str]):
+        self.where, self.problems = where, problems
+
+    def add(self, text: str) -> None:
+        self.problems.append(f"{self.where}: {text}")
+
+    def missing(self, key: str, what: Optional[str] = None) -> None:
+        self.add(f'"{key}" is missing; add it: {what or _WHAT[key]}.')
+
+
+def _describe(value: Any) -> str:
+    """A JSON value as a message quotes it: 'the string "B"', 'the number 1.5', 'a list'."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        if not value.strip():
+            return "an empty string"
+        return f"the string {json.dumps(value if len(value) <= 40 else value[:37] + '...')}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, list):
+        return "a list" if value else "an empty list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _check_keys(obj: dict, allowed: Sequence[str], place: _Place, kind: str) -> None:
+    """Refuse keys given twice and unknown keys (typos such as "explaination" among them)."""
+    for key in getattr(obj, "duplicates", ()):
+        place.add(f'"{key}" is given more than once; JSON keeps only the last, so remove the others.')
+    for key in obj:
+        if key in allowed:
+            continue
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        guess = f' (did you mean "{close[0]}"?)' if close else ""
+        place.add(f'unknown key "{key}"{guess}; the keys allowed {kind} are: '
+                  f'{", ".join(allowed)}.')
+
+
+def _text(obj: dict, key: str, place: _Place, label: Optional[str] = None) -> Optional[str]:
+    """obj[key] as a non-empty string, or None after reporting why not (a missing optional key
+    is no problem)."""
+    if key not in obj:
+        if key not in _OPTIONAL:
+            place.missing(key)
+        return None
+    value = obj[key]
+    name = label or f'"{key}"'
+    if not isinstance(value, str) or not value.strip():
+        place.add(f"{name} must be a non-empty string; found {_describe(value)}.")
+        return None
+    for problem in _latex_problems(value):
+        place.add(f"{name} {problem}")
+    return value
+
+
+def _latex_problems(text: str) -> List[str]:
+    """Characters that only a one-backslash LaTeX command in JSON would put in a text."""
+    problems = []
+    for char, (name, escape, commands) in _LATEX_TRAPS.items():
+        if char in text:
+            example = commands.split(",")[0].split(" or ")[0]
+            problems.append(f'contains {name}, which is what JSON makes of "{escape}": a LaTeX '
+                            f'command such as {commands} needs two backslashes in the file '
+                            f'("\\{example}").')
+    if any("\n" in span for span in re.findall(r"\$([^$]*)\$", text)):
+        problems.append('has a line break inside $...$, which is what JSON makes of "\\n": a LaTeX '
+                        'command such as \\nabla, \\neq or \\nu needs two backslashes in the file '
+                        '("\\\\nabla").')
+    return problems
+
+
+def _parse_question(obj: Any, number: int, source: str, ids: Dict[str, int],
+                    problems: List[str]) -> Optional[Question]:
+    """One question, or None after reporting its problems."""
+    if not isinstance(obj, dict):
+        problems.append(f"{source}, question {number}: a question must be a JSON object "
+                        f"{{...}}; found {_describe(obj)}.")
+        return None
+    qid = obj.get("id")
+    where = f"{source}, question {number}"
+    place = _Place(where + (f" ('{qid}')" if isinstance(qid, str) and qid else ""), problems)
+    before = len(problems)
+
+    if "id" not in obj:
+        place.missing("id")
+    elif not isinstance(qid, str) or not re.match(ID_PATTERN, qid):
+        place.add(f'"id" must be lowercase letters, digits and hyphens, starting with a letter or '
+                  f'digit, such as "scale-factor"; found {_describe(qid)}.')
+    elif qid in ids:
+        place.add(f'the id "{qid}" is already used by question {ids[qid]}; ids must be unique.')
+    else:
+        ids[qid] = number
+
+    qtype = obj.get("type")
+    if "type" not in obj:
+        place.missing("type")
+    elif qtype not in QUESTION_TYPES:
+        place.add(f'"type" must be "single", "multiple" or "numeric"; found {_describe(qtype)}.')
+    known = qtype in QUESTION_TYPES
+    _check_keys(obj, QUESTION_KEYS[qtype] if known else _ANY_QUESTION_KEYS, place,
+                f'in a "{qtype}" question' if known else "in a question")
+
+    text = _text(obj, "question", place)
+    explanation = _text(obj, "explanation", place)
+    hint = _text(obj, "hint", place)
+    choices, answer, tolerance, unit = (), None, None, None
+    if known and "answer" not in obj:
+        place.missing("answer", _ANSWER_WHAT[qtype])
+    if qtype in ("single", "multiple"):
+        choices = _choices(obj, place)
+        count = len(obj["choices"]) if isinstance(obj.get("choices"), list) else None
+        if "answer" in obj:
+            answer = (_single_answer if qtype == "single" else _multiple_answer)(
+                obj["answer"], count, place)
+    elif qtype == "numeric":
+        if "answer" in obj:
+            answer = _number(obj["answer"], '"answer"', place)
+        if "tolerance" in obj:
+            tolerance = _number(obj["tolerance"], '"tolerance"', place)
+            if tolerance is not None and tolerance < 0:
+                place.add(f'"tolerance" is {tolerance!r}; it must be 0 or more (0: the answer '
+                          f'must be exact).')
+        else:
+            place.missing("tolerance")
+        unit = _text(obj, "unit", place)
+    if len(problems) > before:
+        return None
+    return Question(qid, qtype, text, answer, explanation, choices, tolerance, unit, hint)
+
+
+def _choices(obj: dict, place: _Place) -> Tuple[str, ...]:
+    """The choices as a tuple, or () after reporting their problems."""
+    if "choices" not in obj:
+        place.missing("choices")
+        return ()
+    value = obj["choices"]
+    if not isinstance(value, list):
+        place.add(f'"choices" must be a list of texts, such as ["first", "second"]; '
+                  f'found {_describe(value)}.')
+        return ()
+    before = len(place.problems)
+    if len(value) < 2:
+        place.add(f'"choices" has {len(value)}; a question needs at least 2.')
+    if len(value) > MAX_CHOICES:
+        place.add(f'"choices" has {len(value)}; at most {MAX_CHOICES} (labelled A to '
+                  f'{letter(MAX_CHOICES - 1)}).')
+    seen: Dict[str, int] = {}
+    for index, choice in enumerate(value):
+        label = f"choice {letter(index)}" if index < 26 else f"choice {index}"
+        if _text({"choice": choice}, "choice", place, label) is None:
+            continue
+        if choice.strip() in seen:
+            place.add(f'choices {letter(seen[choice.strip()])} and {letter(index)} are the same '
+                      f'({_describe(choice)}); make each choice different.')
+        seen.setdefault(choice.strip(), index)
+    return tuple(value) if len(place.problems) == before else ()
+
+
+def _index_problem(value: Any, count: Optional[int], name: str, verb: str = "is") -> Optional[str]:
+    """Why `value` is not a choice index among `count` choices (count None: unknown), or None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        guess = ""
+        if isinstance(value, str) and re.fullmatch(r"\s*[A-Za-z]\s*", value):
+            guess = f" (for choice {value.strip().upper()}, write {ord(value.strip().upper()) - 65})"
+        return (f"{name} must be a choice index, a whole number counting from 0; "
+                f"found {_describe(value)}{guess}.")
+    if count is not None and value >= count:
+        return f"{name} {verb} {value} but there are only {count} choices (0 to {count - 1})."
+    if value < 0:
+        span = f" (0 to {count - 1})" if count is not None else ""
+        return f"{name} {verb} {value}; choices are counted from 0{span}."
+    return None
+
+
+def _single_answer(value: Any, count: Optional[int], place: _Place) -> Optional[int]:
+    if isinstance(value, list):
+        place.add('"answer" of a "single" question is one index, not a list; for several right '
+                  'choices use "type": "multiple".')
+        return None
+    problem = _index_problem(value, count, '"answer"')
+    if problem:
+        place.add(problem)
+        return None
+    return value
+
+
+def _multiple_answer(value: Any, count: Optional[int], place: _Place) -> Optional[Tuple[int, ...]]:
+    if not isinstance(value, list):
+        place.add(f'"answer" of a "multiple" question must be a list of choice indices, such as '
+                  f'[0, 2]; found {_describe(value)}.')
+        return None
+    if not value:
+        place.add('"answer" is an empty list; list every right choice, such as [0, 2].')
+        return None
+    ok = True
+    for item in value:
+        problem = _index_problem(item, count, '"answer"', verb="contains")
+        if problem:
+            place.add(problem.replace("must be a choice index, a whole number",
+                                      "must list choice indices, whole numbers", 1))
+            ok = False
+    repeated = sorted({item for item in value if isinstance(item, int) and value.count(item) > 1})
+    if repeated:
+        place.add(f'"answer" lists {", ".join(map(str, repeated))} more than once; list each right '
+                  f'choice once.')
+        ok = False
+    return tuple(sorted(value)) if ok else None
+
+
+def _number(value: Any, name: str, place: _Place) -> Optional[Union[int, float]]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        quoted = isinstance(value, str) and _NUMBER.fullmatch(value.strip()) is not None
+        place.add(f"{name} must be a number; found {_describe(value)}"
+                  f"{' (write it without quotes)' if quoted else ''}.")
+        return None
+    if not _finite(value):
+        place.add(f"{name} must be a finite number; found {value!r}.")
+        return None
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema: the same format for editors and other tools (the validator above adds the rules a
+# schema cannot state, and friendlier messages)
+# ---------------------------------------------------------------------------------------------
+
+_NONEMPTY = {"type": "string", "pattern": r"\S"}
+_COMMON = {"id": {"type": "string", "pattern": ID_PATTERN}, "question": _NONEMPTY,
+           "explanation": _NONEMPTY, "hint": _NONEMPTY}
+_CHOICES = {"type": "array", "items": _NONEMPTY, "minItems": 2, "maxItems": MAX_CHOICES,
+            "uniqueItems": True}
+_INDEX = {"type": "integer", "minimum": 0}
+
+
+def _question_schema(qtype: str, answer: dict, **extra: dict) -> dict:
+    required = [k for k in QUESTION_KEYS[qtype] if k not in _OPTIONAL]
+    properties = {**_COMMON, "type": {"const": qtype}, "answer": answer, **extra}
+    assert set(properties) == set(QUESTION_KEYS[qtype])
+    return {"type": "object", "required": required, "additionalProperties": False,
+            "properties": properties}
+
+
+QUIZ_SCHEMA: Dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "Attention Lab quiz (quizzes/NN_slug.json)",
+    "type": "object",
+    "required": ["module", "title", "questions"],
+    "additionalProperties": False,
+    "properties": {
+        "module": _NONEMPTY,
+        "title": _NONEMPTY,
+        "description": _NONEMPTY,
+        "questions": {"type": "array", "minItems": 1, "items": {"oneOf": [
+            _question_schema("single", _INDEX, choices=_CHOICES),
+            _question_schema("multiple", {"type": "array", "items": _INDEX, "minItems": 1,
+                                          "uniqueItems": True}, choices=_CHOICES),
+            _question_schema("numeric", {"type": "number"},
+                             tolerance={"type": "number", "minimum": 0}, unit=_NONEMPTY),
+        ]}},
+    },
+}

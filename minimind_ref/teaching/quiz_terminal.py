@@ -1,0 +1,136 @@
+"""Quizzes as plain text and in the terminal: quiz_text, run_terminal_quiz (`make quiz M=NN`) and
+the authors' command behind `python -m minimind_ref.teaching.quiz {check FILE... | schema}`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+from typing import Callable, List, Optional, Union
+
+from minimind_ref.teaching.quiz_format import QUIZ_SCHEMA, QuizError, load_quiz
+from minimind_ref.teaching.quiz_model import Feedback, Question, Quiz, Score, letter, parse_response
+
+def _kind_note(question: Question, terminal: bool = False) -> Optional[str]:
+    if question.type == "multiple":
+        return "(choose all that apply, e.g. A,C)" if terminal else "(choose all that apply)"
+    if question.type == "numeric":
+        return f"(a number; unit: {question.unit})" if question.unit else "(a number)"
+    return None
+
+
+def quiz_text(quiz: Quiz) -> str:
+    """The questions as plain text, without answers: what a notebook stores beside the widget so
+    that it still shows the quiz when read without a kernel. Deterministic, unwrapped."""
+    count = len(quiz.questions)
+    lines = [f"Quiz: {quiz.title} ({count} question{'s' if count != 1 else ''})"]
+    if quiz.description:
+        lines.append(quiz.description)
+    for number, question in enumerate(quiz.questions, 1):
+        note = _kind_note(question)
+        lines += ["", f"{number}. {question.question}" + (f" {note}" if note else "")]
+        lines += [f"   {letter(i)}. {choice}" for i, choice in enumerate(question.choices)]
+    return "\n".join(line.replace("\n", "\n   ") for line in lines)
+
+
+_INSTRUCTIONS = ("Type your answer and press Enter: a letter, letters such as A,C, or a number. "
+                 "? shows a hint, s or Enter skips, q quits.")
+
+
+def run_terminal_quiz(path_or_quiz: Union[str, Path, Quiz], *,
+                      input_fn: Callable[[str], str] = input,
+                      print_fn: Callable[..., None] = print,
+                      width: Optional[int] = None) -> Score:
+    """Take a quiz in the terminal, one question at a time, and return the score.
+
+    An answer that cannot be read is explained and asked again (it does not count); "?" shows the
+    hint, "s" or an empty line skips, "q", end of input (Ctrl-D) or Ctrl-C stops with the score
+    so far. Text is wrapped to `width` (default: the terminal's, else 80). A malformed quiz file
+    raises QuizError before anything is shown.
+    """
+    quiz = path_or_quiz if isinstance(path_or_quiz, Quiz) else load_quiz(path_or_quiz)
+    width = width or shutil.get_terminal_size((80, 24)).columns
+
+    def say(text: str = "", indent: str = "", hanging: Optional[str] = None) -> None:
+        for paragraph in text.split("\n"):
+            lines = textwrap.wrap(paragraph, width, initial_indent=indent,
+                                  subsequent_indent=hanging or indent, break_long_words=False,
+                                  break_on_hyphens=False)
+            for line in lines or [""]:
+                print_fn(line)
+
+    say(quiz.title)
+    say("=" * min(len(quiz.title), width))
+    if quiz.description:
+        say(quiz.description)
+    say(_INSTRUCTIONS)
+    total, right, answered, skipped = len(quiz.questions), 0, 0, 0
+    for number, question in enumerate(quiz.questions, 1):
+        say()
+        say(f"Question {number} of {total}")
+        say(question.question)
+        for index, choice in enumerate(question.choices):
+            say(f"{letter(index)}. {choice}", indent="  ", hanging="     ")
+        note = _kind_note(question, terminal=True)
+        if note:
+            say(note)
+        outcome = _ask(question, input_fn, print_fn, say)
+        if outcome is None:
+            say(f"Stopped at question {number} of {total}.")
+            break
+        if outcome == "skip":
+            say("Skipped.")
+            skipped += 1
+            continue
+        answered += 1
+        right += outcome.correct
+        say(outcome.message)
+    score = Score(right, answered, total, skipped)
+    say()
+    say(str(score))
+    return score
+
+
+def _ask(question: Question, input_fn: Callable[[str], str], print_fn: Callable[..., None],
+         say: Callable[[str], None]) -> Union[Feedback, str, None]:
+    """Read answers until one can be graded: its Feedback, "skip", or None to stop."""
+    while True:
+        try:
+            text = input_fn("Your answer: ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print_fn()  # the prompt left the cursor mid-line
+            return None
+        if text.lower() in ("q", "quit"):
+            return None
+        if text.lower() in ("", "s", "skip"):
+            return "skip"
+        if text == "?":
+            say(f"Hint: {question.hint}" if question.hint else "There is no hint for this question.")
+            continue
+        try:
+            return question.grade(parse_response(question, text))
+        except ValueError as error:
+            say(str(error))
+
+
+def _main(argv: List[str]) -> int:
+    """`check FILE...`: validate quiz files (0 if all are valid, else their problems and 2);
+    `schema`: print QUIZ_SCHEMA."""
+    if argv[:1] == ["schema"] and len(argv) == 1:
+        print(json.dumps(QUIZ_SCHEMA, indent=2, ensure_ascii=False))
+        return 0
+    if argv[:1] != ["check"] or len(argv) < 2:
+        print("usage: python -m minimind_ref.teaching.quiz {check FILE... | schema}", file=sys.stderr)
+        return 2
+    failed = False
+    for name in argv[1:]:
+        try:
+            quiz = load_quiz(name)
+        except QuizError as error:
+            print(error, file=sys.stderr)
+            failed = True
+        else:
+            print(f"{name}: OK, {len(quiz.questions)} questions.")
+    return 2 if failed else 0
