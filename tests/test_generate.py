@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-import minimind_ref as mm
 from minimind_ref.oracles import hf_twin
 from model_factory import random_model, small_config
 
