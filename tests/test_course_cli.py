@@ -63,7 +63,7 @@ def test_unknown_numbers_name_the_input_and_list_the_valid_ones(course, given):
     message = str(error.value)
     assert f"Unknown module '{given.strip()}'" in message
     assert "Modules on disk: 01." in message
-    assert "Planned but not yet written: 02..08." in message
+    assert "Planned but not yet written: 02..09." in message
     assert "Use: make exp M=01" in message
 
 
@@ -74,11 +74,11 @@ def test_a_planned_module_without_experiments_says_so(course):
 
 def test_a_module_on_disk_but_not_planned_is_valid(course):
     (course / "quizzes").mkdir()
-    (course / "quizzes" / "09_sparse_attention.json").write_text("{}")
-    module = get_module("9", course)
+    (course / "quizzes" / "10_sparse_attention.json").write_text("{}")
+    module = get_module("10", course)
     assert (module.slug, module.title, module.quiz.name) == (
-        "sparse_attention", "Sparse attention", "09_sparse_attention.json")
-    assert set(catalog.numbers_on_disk(course)) == {"01", "09"}
+        "sparse_attention", "Sparse attention", "10_sparse_attention.json")
+    assert set(catalog.numbers_on_disk(course)) == {"01", "10"}
 
 
 def test_experiment_scripts_sort_by_their_number(course):
@@ -221,7 +221,7 @@ def test_list_shows_each_module_and_its_parts(course, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["NN", "slug", "title", "guide", "notebook", "experiments", "quiz"]
     assert lines[1].split()[:2] == ["01", "attention_basics"] and lines[1].split()[-2:] == ["3", "-"]
-    assert [line.split()[0] for line in lines[1:]] == [f"{n:02d}" for n in range(1, 9)]
+    assert [line.split()[0] for line in lines[1:]] == sorted(catalog.PLANNED_MODULES)
 
 
 def _fake_course_with_makefile(course: Path) -> Path:
@@ -245,7 +245,7 @@ def test_make_without_m_explains_before_building_the_venv(course, target):
     result = _make(root, target)
     assert result.returncode != 0
     assert f"make {target} needs a module number, as in: make {target} M=" in result.stderr
-    assert "Planned modules: 01..08." in result.stderr
+    assert "Planned modules: 01..09." in result.stderr
     assert not (root / ".venv").exists()
 
 

@@ -1,5 +1,5 @@
 """Every quiz file is valid, has the course's mix of questions, and every numeric answer is the
-one the code computes (tests/quiz_answers.py)."""
+one the code computes (tests/quiz_answers/NN_slug.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_every_numeric_answer_is_recomputed(path):
     registry = RECOMPUTED.get(quiz.module, {})
     numeric = {q.id: q for q in quiz.questions if q.type == "numeric"}
     assert set(registry) == set(numeric), (
-        f"tests/quiz_answers.py must recompute exactly the numeric questions of {path.name}: "
+        f"tests/quiz_answers/NN_slug.py must recompute exactly the numeric questions of {path.name}: "
         f"missing {sorted(set(numeric) - set(registry))}, stale {sorted(set(registry) - set(numeric))}")
     for qid, question in numeric.items():
         computed = registry[qid]()

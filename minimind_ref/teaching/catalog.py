@@ -35,6 +35,7 @@ PLANNED_MODULES: Dict[str, Tuple[str, str]] = {
     "06": ("rope", "Rotary position embeddings"),
     "07": ("kv_cache", "The KV cache"),
     "08": ("flash", "FlashAttention"),
+    "09": ("reading_heads", "Reading the heads of a trained model"),
 }
 
 # Where each part of a module lives: (folder, suffix of the NN_slug entry, entry is a folder).

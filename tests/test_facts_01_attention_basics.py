@@ -1,4 +1,4 @@
-"""Numbers written in the modules' prose (guides and notebook text) are the ones code computes.
+"""Numbers written in module 01's prose (guide and notebook text) are the ones code computes.
 
 Printed outputs of notebooks are re-checked by nbval; this file covers the numbers typed into
 Markdown, where nothing else would catch a wrong one.

@@ -1,25 +1,14 @@
-"""Every numeric quiz answer, recomputed by code: {module: {question id: function}}.
-
-A function returns the answer as computed from minimind_ref or torch, or an `Estimate` when the
-answer is a statistical fact measured by sampling (then the test accepts the quiz's value within
-the estimate's own tolerance). tests/test_quizzes.py requires an entry for every numeric question
-and refuses entries for questions that no longer exist.
-"""
+"""Module 01's numeric quiz answers, recomputed (see tests/quiz_answers/__init__.py)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
 import minimind_ref as mm
 
-
-@dataclass(frozen=True)
-class Estimate:
-    value: float
-    tolerance: float
+from .estimate import Estimate
 
 
 def _score_variance(d_k: int = 64, samples: int = 200_000) -> Estimate:
@@ -40,12 +29,10 @@ def _equal_scores_weight(query: int = 3, length: int = 6) -> float:
     return visible[0].item()
 
 
-RECOMPUTED = {
-    "01_attention_basics": {
-        "causal-entries": lambda: int(mm.causal_mask(6, 6).sum()),
-        "float16-overflow": lambda: math.log(torch.finfo(torch.float16).max),
-        "score-variance": _score_variance,
-        "minimind-scale": lambda: 1 / math.sqrt(mm.MiniMindConfig().head_dim),
-        "equal-scores": _equal_scores_weight,
-    },
+ANSWERS = {
+    "causal-entries": lambda: int(mm.causal_mask(6, 6).sum()),
+    "float16-overflow": lambda: math.log(torch.finfo(torch.float16).max),
+    "score-variance": _score_variance,
+    "minimind-scale": lambda: 1 / math.sqrt(mm.MiniMindConfig().head_dim),
+    "equal-scores": _equal_scores_weight,
 }
