@@ -20,8 +20,9 @@ CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) minimind_ref/teaching/catalog.py
 # make exp M=03; make test ARGS="-k rope -x"
 M ?=
 ARGS ?=
+FORCE ?=
 
-.PHONY: help setup lab test list exp experiments quiz notebooks bench clean distclean
+.PHONY: help setup lab test list exp experiments quiz notebooks student slides bench clean distclean
 
 help: ## list the targets (the default)
 	@echo "Attention Lab. Usage: make TARGET [M=NN] [ARGS=...]"
@@ -52,8 +53,10 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@touch $@
 
 # Jupyter refuses to run as root unless told; root is normal in containers and cloud sandboxes.
-lab: setup ## open JupyterLab on the notebooks
-	$(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
+# DIR=outputs/student opens the student copies instead.
+DIR ?= notebooks/
+lab: setup ## open JupyterLab on the notebooks (DIR=outputs/student for the student copies)
+	$(VENV)/bin/jupyter lab $(DIR) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: setup ## run the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
 	$(PY) -m pytest $(ARGS)
@@ -79,11 +82,21 @@ notebooks: ## re-execute notebooks in place to refresh stored outputs (all, or M
 	@$(MAKE) --no-print-directory setup
 	@$(CLI) notebooks $(if $(M),"$(M)")
 
+student: setup ## write student copies of the notebooks, solutions removed (outputs/student/; FORCE=1 overwrites edits)
+	@$(CLI) student $(if $(FORCE),--force)
+
+slides: ## a module's notebook as offline reveal.js slides: make slides M=03 (outputs/slides/)
+	@$(CHECK) slides "$(M)"
+	@$(MAKE) --no-print-directory setup
+	@$(CLI) slides "$(M)"
+
 bench: setup ## run the benchmarks (benchmarks/run_all.py; ARGS=--quick etc.)
 	$(PY) benchmarks/run_all.py $(ARGS)
 
-clean: ## remove generated files: outputs/, caches, build metadata (keeps .venv and your work)
-	rm -rf outputs .pytest_cache
+# outputs/student/ is kept: a learner's exercises live there.
+clean: ## remove generated files: outputs/ (but not outputs/student/), caches, build metadata (keeps .venv)
+	if [ -d outputs ]; then find outputs -mindepth 1 -maxdepth 1 ! -name student -exec rm -rf {} +; fi
+	rm -rf .pytest_cache
 	find . \( -path ./.venv -o -path ./.git \) -prune -o \
 		\( -name __pycache__ -o -name .pytest_cache -o -name .ipynb_checkpoints -o -name '*.egg-info' \) \
 		-type d -prune -exec rm -rf {} +

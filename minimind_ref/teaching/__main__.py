@@ -5,6 +5,8 @@
     python -m minimind_ref.teaching experiments      run every module's experiment scripts
     python -m minimind_ref.teaching quiz 03          take module 03's quiz in the terminal
     python -m minimind_ref.teaching notebooks [03]   re-execute notebooks, storing fresh outputs
+    python -m minimind_ref.teaching student [--force] student copies, solutions removed
+    python -m minimind_ref.teaching slides 03        module 03's notebook as offline slides
 
 Exit status: 0 when all went well, 1 when a script or notebook failed, 2 for a mistake the
 learner can fix (unknown module, a part not written yet, a malformed quiz file), printed without a
@@ -137,6 +139,44 @@ def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
     return _summary(results)
 
 
+def cmd_student(args: argparse.Namespace, root: Path) -> int:
+    """Write outputs/student/NN_slug.ipynb for every notebook, solutions removed, checks kept."""
+    from minimind_ref.teaching.student import StudentCopyError, write_student_copies
+
+    notebooks = sorted((root / "notebooks").glob("*.ipynb"))
+    if not notebooks:
+        print("No notebooks exist yet.")
+        return 0
+    try:
+        written = write_student_copies(notebooks, root / "outputs" / "student", force=args.force)
+    except StudentCopyError as error:
+        raise CourseError(str(error)) from None
+    for item in written:
+        note = {"written": "written", "unchanged": "unchanged",
+                "kept": "KEPT: it differs from a fresh copy, so it may hold your work "
+                        "(delete it, or run make student FORCE=1, to regenerate)"}[item.status]
+        print(f"  {item.path.relative_to(root).as_posix()}: {note}")
+    print("Open them with: make lab, then outputs/student/ (or jupyter lab outputs/student).")
+    return 0
+
+
+def cmd_slides(args: argparse.Namespace, root: Path) -> int:
+    """Write outputs/slides/NN_slug.slides.html, an offline reveal.js deck of the module's notebook."""
+    from minimind_ref.teaching.slides import SlidesError, write_slides
+
+    module = check("slides", args.module, root)
+    out_dir = root / "outputs" / "slides"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        deck = write_slides(module.notebook, out_dir, root)
+    except SlidesError as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"Wrote {deck.relative_to(root).as_posix()}: open it in a browser (no network needed).")
+    print("Right arrow: next section; down arrow: next cell; space: everything in order; s: speaker view.")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m minimind_ref.teaching",
@@ -155,6 +195,12 @@ def _parser() -> argparse.ArgumentParser:
     notebooks = commands.add_parser("notebooks", help="re-execute notebooks in place")
     notebooks.add_argument("module", nargs="?", default="", help="module number (default: all)")
     notebooks.set_defaults(run=cmd_notebooks)
+    student = commands.add_parser("student", help="write student copies of the notebooks (outputs/student/)")
+    student.add_argument("--force", action="store_true", help="overwrite copies that differ (your edits too)")
+    student.set_defaults(run=cmd_student)
+    slides = commands.add_parser("slides", help="a module's notebook as offline reveal.js slides (outputs/slides/)")
+    slides.add_argument("module", help="module number, e.g. 03 or 3")
+    slides.set_defaults(run=cmd_slides)
     return parser
 
 

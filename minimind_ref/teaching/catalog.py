@@ -202,7 +202,7 @@ def _has_part(module: Module, target: str) -> bool:
         return bool(module.experiments)
     if target == "quiz":
         return module.quiz is not None
-    if target == "notebooks":
+    if target in ("notebooks", "slides"):
         return module.notebook is not None
     return module.on_disk
 
@@ -262,8 +262,9 @@ def quiz_path(module: Module) -> Path:
 
 
 # What each make target needs from the module it is given.
-_REQUIREMENTS = {"exp": experiment_scripts, "quiz": quiz_path, "notebooks": notebook_path}
-_PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "notebooks"}
+_REQUIREMENTS = {"exp": experiment_scripts, "quiz": quiz_path, "notebooks": notebook_path,
+                 "slides": notebook_path}
+_PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "notebooks", "slides": "notebooks"}
 
 
 def check(target: str, text: str, root: Path) -> Optional[Module]:
@@ -288,7 +289,7 @@ def _script(argv: List[str]) -> int:
     """`catalog.py check TARGET [NUMBER]`: silent and 0 when `make TARGET M=NUMBER` can go ahead,
     else one line on stderr and 2."""
     if len(argv) not in (2, 3) or argv[0] != "check" or argv[1] not in _REQUIREMENTS:
-        print("usage: catalog.py check {exp,quiz,notebooks} [NUMBER]", file=sys.stderr)
+        print(f"usage: catalog.py check {{{','.join(_REQUIREMENTS)}}} [NUMBER]", file=sys.stderr)
         return 2
     try:
         check(argv[1], argv[2] if len(argv) == 3 else "", find_course_root())

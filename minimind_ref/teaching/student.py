@@ -1,0 +1,94 @@
+"""Student copies of the notebooks: every exercise's worked solution taken out, its check kept.
+
+`make student` writes `outputs/student/NN_slug.ipynb` for every notebook. In each solution cell
+(tagged "solution", see checks.py) the lines between `### BEGIN SOLUTION` and `### END SOLUTION`
+become one `raise NotImplementedError(...)` at the same indentation, so the cell still defines the
+learner's function; the check in the next cell then reports "not yet" instead of stopping the
+notebook, and the copy runs top to bottom. The exercise cell is shown expanded (it is now the
+learner's to write) and the stored outputs of exercise and check cells are cleared, so the copy
+gives nothing away.
+
+A learner's work is never overwritten: a copy that already exists and differs from what would be
+written now (the learner edited it) is kept, and the command says how to regenerate it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List
+
+import nbformat
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+PLACEHOLDER = 'raise NotImplementedError("your code here: write it, then run the check below")'
+SOLUTION_TAG, EXERCISE_TAG = "solution", "exercise"
+
+
+class StudentCopyError(ValueError):
+    """A solution cell that cannot be turned into an exercise (markers missing or out of order)."""
+
+
+def strip_solution(source: str, where: str = "a solution cell") -> str:
+    """Replace every BEGIN/END SOLUTION block of `source` with the placeholder, same indentation."""
+    lines, out, inside = source.splitlines(), [], False
+    for number, line in enumerate(lines, 1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise StudentCopyError(f"{where}, line {number}: '{BEGIN}' twice without '{END}' between")
+            inside = True
+            out.append(line[: len(line) - len(line.lstrip())] + PLACEHOLDER)
+        elif marker == END:
+            if not inside:
+                raise StudentCopyError(f"{where}, line {number}: '{END}' without '{BEGIN}' before it")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise StudentCopyError(f"{where}: '{BEGIN}' is never closed by '{END}'")
+    if len(out) == len(lines):
+        raise StudentCopyError(f"{where} has no '{BEGIN}' ... '{END}' block to take out")
+    return "\n".join(out)
+
+
+def student_notebook(notebook: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
+    """A copy of `notebook` with its solutions taken out; the original is not changed."""
+    student = copy.deepcopy(notebook)
+    cells = student.cells
+    for index, cell in enumerate(cells):
+        tags = cell.metadata.get("tags", [])
+        if SOLUTION_TAG not in tags:
+            continue
+        cell.source = strip_solution(cell.source, f"{name}, cell {index}")
+        cell.metadata["tags"] = [EXERCISE_TAG if tag == SOLUTION_TAG else tag for tag in tags]
+        cell.metadata.get("jupyter", {}).pop("source_hidden", None)
+        for exercise_or_check in (cell, cells[index + 1] if index + 1 < len(cells) else None):
+            if exercise_or_check is not None and exercise_or_check.cell_type == "code":
+                exercise_or_check.outputs = []
+                exercise_or_check.execution_count = None
+    return student
+
+
+@dataclass
+class Written:
+    path: Path
+    status: str  # "written", "unchanged" or "kept" (the learner's edited copy)
+
+
+def write_student_copies(notebooks: List[Path], out_dir: Path, force: bool = False) -> List[Written]:
+    """Write a student copy of each notebook into `out_dir`; keep edited copies unless `force`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for source in notebooks:
+        fresh = nbformat.writes(student_notebook(nbformat.read(source, as_version=4), source.name)) + "\n"
+        target = out_dir / source.name
+        if target.exists() and target.read_text() == fresh:
+            results.append(Written(target, "unchanged"))
+        elif target.exists() and not force:
+            results.append(Written(target, "kept"))
+        else:
+            target.write_text(fresh)
+            results.append(Written(target, "written"))
+    return results
