@@ -1,0 +1,178 @@
+"""The paper's complex-number RoPE and the rotate-half RoPE of MiniMind and transformers are the
+same rotation up to a fixed permutation of dimensions; without that permutation they differ.
+
+RoFormer (arXiv 2104.09864) pairs neighbouring dimensions, (x0, x1), (x2, x3), ..., reads each
+pair as a complex number and multiplies it by e^{j m theta_i}. MiniMind and transformers pair
+dimension i with dimension i + d/2 and compute x * cos + rotate_half(x) * sin. This script
+measures, on random vectors at many positions:
+- the rotate-half form (minimind_ref.apply_rotary_pos_emb) of the permuted vector against the
+  permuted complex form (minimind_ref.rope.apply_rotary_complex): equal to float32 rounding;
+- the two forms on the same, unpermuted vector: a different rotation, errors of order |x|;
+- the two d x d rotation matrices at one position: R_half = P R_complex P^T exactly;
+- attention scores of a layer written for the complex form, and of the same layer run with
+  rotate-half RoPE after its W_q and W_k rows are permuted head by head (as transformers' Llama
+  conversion script does, "permute for sliced rotary"): equal; without permuting: different.
+
+Why it matters: both layouts are common (Meta's original LLaMA code uses the complex form,
+transformers rotate-half). Loading weights trained in one layout into code written for the other
+runs without an error and gives wrong scores, unless the rows of W_q and W_k are permuted.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
+from minimind_ref.rope import apply_rotary_complex, interleaved_to_half_permutation, rope_inverse_frequencies
+from minimind_ref.teaching.experiment import Experiment, print_table
+from minimind_ref.teaching.heatmaps import show_heatmaps
+
+EPS32 = torch.finfo(torch.float32).eps
+DIFFERENT = 0.1  # "a different rotation": an error of at least 10% of the largest entry
+
+
+def add_arguments(parser):
+    parser.add_argument("--head-dim", type=int, default=64, help="head size d, even (default 64, MiniMind's)")
+    parser.add_argument("--positions", type=int, default=2048,
+                        help="positions 0 .. N-1 rotated (default 2048, MiniMind's trained length)")
+    parser.add_argument("--heads", type=int, default=4, help="heads of the converted layer (default 4)")
+    parser.add_argument("--base", type=float, default=1e6, help="rope_theta (default 1e6, MiniMind's)")
+    parser.add_argument("--matrix-dim", type=int, default=8, help="size of the rotation matrices drawn (default 8)")
+    parser.add_argument("--matrix-base", type=float, default=100.0,
+                        help="base of the matrices drawn: small, so every pair visibly turns (default 100)")
+    parser.add_argument("--matrix-position", type=int, default=3, help="position of the matrices drawn (default 3)")
+
+
+def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Largest entry of |a - b|, relative to the largest entry of |b|."""
+    return ((a - b).abs().max() / b.abs().max()).item()
+
+
+def rotation_matrices(dim: int, position: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The d x d matrices of both forms at one position, found by rotating the basis vectors:
+    column j of R is R e_j. Returns (R_complex, R_half), each [d, d]."""
+    basis = torch.eye(dim, dtype=torch.float64)  # row j = e_j, read as position `position`
+    positions = torch.full((dim,), float(position), dtype=torch.float64)
+    r_complex = apply_rotary_complex(basis, positions, rope_inverse_frequencies(dim, base).double()).T
+    cos, sin = precompute_freqs_cis(dim, position + 1, base)
+    cos, sin = cos[position].double().expand(dim, dim), sin[position].double().expand(dim, dim)
+    r_half, _ = apply_rotary_pos_emb(basis, basis, cos, sin)
+    return r_complex, r_half.T
+
+
+def transformers_permute(w: torch.Tensor, heads: int) -> torch.Tensor:
+    """The row permutation of transformers' Llama conversion script ("permute for sliced
+    rotary"): within each head, rows (0, 1, 2, 3, ...) become (0, 2, 4, ..., 1, 3, 5, ...)."""
+    out_features, in_features = w.shape
+    return w.view(heads, out_features // heads // 2, 2, in_features).transpose(1, 2).reshape(out_features, in_features)
+
+
+def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """[H, T, D] x [H, T, D] -> [H, T, T] raw scores q . k (the scale does not matter here)."""
+    return q @ k.transpose(-2, -1)
+
+
+def main(argv=None):
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    args = exp.args
+    d, n, heads = args.head_dim, args.positions, args.heads
+    if d < 2 or d % 2 or n < 2 or heads < 1 or args.matrix_dim < 2 or args.matrix_dim % 2 \
+            or args.matrix_position < 1 or args.base <= 1 or args.matrix_base <= 1:
+        print(f"--head-dim and --matrix-dim must be even and at least 2, --positions at least 2, --heads and "
+              f"--matrix-position at least 1, the bases above 1; got {d}, {args.matrix_dim}, {n}, {heads}, "
+              f"{args.matrix_position}, {args.base:g}, {args.matrix_base:g}.", file=sys.stderr)
+        return 2
+    perm = interleaved_to_half_permutation(d)  # [d]
+    inv_freq = rope_inverse_frequencies(d, args.base)  # [d/2]
+    cos, sin = precompute_freqs_cis(d, n, args.base)  # [N, d] each
+    positions = torch.arange(n)
+    print(f"head_dim d = {d}, base = {args.base:g}, positions 0..{n - 1}")
+    print(f"permutation (interleaved -> halves), first 8 of {d}: {perm[:8].tolist()} ..."
+          f" then {perm[d // 2:d // 2 + 4].tolist()} ...")
+    print()
+
+    # 1. Vectors: rotate-half of P x against P (complex form of x), at every position.
+    x = torch.randn(2, heads, n, d)  # [B, H, T, d], interleaved layout
+    complex_form = apply_rotary_complex(x, positions, inv_freq)  # [B, H, T, d]
+    half_form, _ = apply_rotary_pos_emb(x[..., perm], x[..., perm], cos, sin)
+    same_error = relative_error(half_form, complex_form[..., perm])
+    unpermuted, _ = apply_rotary_pos_emb(x, x, cos, sin)  # rotate-half applied to interleaved data
+    different_error = relative_error(unpermuted, complex_form)
+    tolerance = 16 * EPS32  # a handful of float32 roundings of the largest entry
+
+    # 2. Matrices: R_half = P R_complex P^T at one position.
+    r_complex, r_half = rotation_matrices(args.matrix_dim, args.matrix_position, args.matrix_base)
+    p_small = interleaved_to_half_permutation(args.matrix_dim)
+    matrix_error = (r_half - r_complex[p_small][:, p_small]).abs().max().item()
+    matrix_unpermuted = (r_half - r_complex).abs().max().item()
+
+    # 3. A layer converted between the layouts: permute the rows of W_q and W_k per head.
+    hidden = heads * d
+    w_q, w_k = torch.randn(hidden, hidden) / hidden ** 0.5, torch.randn(hidden, hidden) / hidden ** 0.5
+    tokens = torch.randn(n, hidden)  # [T, C]
+
+    def project(w):  # [T, C] -> [H, T, d]
+        return (tokens @ w.T).view(n, heads, d).transpose(0, 1)
+
+    q_c = apply_rotary_complex(project(w_q), positions, inv_freq)  # the layer as written for the paper's form
+    k_c = apply_rotary_complex(project(w_k), positions, inv_freq)
+    reference = scores(q_c, k_c)
+    per_head_perm = torch.cat([h * d + perm for h in range(heads)])  # [H*d]
+    permute_matches = torch.equal(transformers_permute(w_q, heads), w_q[per_head_perm])
+    q_h, k_h = apply_rotary_pos_emb(project(transformers_permute(w_q, heads))[None],
+                                    project(transformers_permute(w_k, heads))[None], cos, sin)
+    converted_error = relative_error(scores(q_h[0], k_h[0]), reference)
+    q_u, k_u = apply_rotary_pos_emb(project(w_q)[None], project(w_k)[None], cos, sin)
+    unconverted_error = relative_error(scores(q_u[0], k_u[0]), reference)
+    score_tolerance = 64 * EPS32  # both sides round the same float32 products: a few dozen ulps at most
+    matrix_tolerance = 4 * EPS32  # the rotate-half matrix comes from precompute_freqs_cis's float32 table
+
+    print_table(
+        ["comparison", "relative max error", "verdict"],
+        [["rotate_half(P x)  vs  P complex(x)", same_error, "same" if same_error <= tolerance else "differ"],
+         ["rotate_half(x)    vs  complex(x)", different_error, "same" if different_error <= tolerance else "differ"],
+         [f"R_half vs P R_complex P^T  ({args.matrix_dim}x{args.matrix_dim}, m={args.matrix_position})", matrix_error,
+          "same" if matrix_error <= matrix_tolerance else "differ"],
+         [f"R_half vs R_complex        ({args.matrix_dim}x{args.matrix_dim}, m={args.matrix_position})", matrix_unpermuted,
+          "same" if matrix_unpermuted <= matrix_tolerance else "differ"],
+         ["scores: W_q, W_k rows permuted per head", converted_error,
+          "same" if converted_error <= score_tolerance else "differ"],
+         ["scores: weights loaded as they are", unconverted_error,
+          "same" if unconverted_error <= score_tolerance else "differ"]],
+        ["", ".1e", ""])
+    print()
+    print(f"tolerances (float32 rounding): vectors 16 eps = {tolerance:.1e}, matrices 4 eps = "
+          f"{matrix_tolerance:.1e}, scores 64 eps = {score_tolerance:.1e}")
+    print(f"transformers' 'permute for sliced rotary' equals indexing each head's rows by the permutation: "
+          f"{permute_matches}")
+    print()
+
+    exp.claim(same_error <= tolerance,
+              f"rotate-half of the permuted vector equals the permuted complex form at all {n} positions "
+              f"(relative error {same_error:.1e} <= {tolerance:.1e})")
+    exp.claim(matrix_error <= matrix_tolerance and matrix_unpermuted >= DIFFERENT,
+              f"the rotation matrices satisfy R_half = P R_complex P^T (error {matrix_error:.1e}); without P they "
+              f"differ by {matrix_unpermuted:.2f}")
+    exp.claim(different_error >= DIFFERENT,
+              f"applied to the same unpermuted vector the two forms are different rotations (error "
+              f"{100 * different_error:.0f}% of the largest entry)")
+    exp.claim(permute_matches and converted_error <= score_tolerance and unconverted_error >= DIFFERENT,
+              f"a layer converts between the layouts by permuting the rows of W_q and W_k per head: scores equal "
+              f"(error {converted_error:.1e}); loaded without the permutation they are off by "
+              f"{100 * unconverted_error:.0f}%")
+
+    grid = torch.stack([r_complex, r_half, r_complex[p_small][:, p_small]]).float()
+    fig = show_heatmaps(grid, titles=["complex form: pairs (2i, 2i+1)", "rotate-half: pairs (i, i + d/2)",
+                                      "P R_complex P^T = rotate-half"],
+                        xlabel="input dimension", ylabel="output dimension", cmap="RdBu_r", vmin=-1, vmax=1,
+                        annotate=args.matrix_dim <= 8, fmt=".2f",
+                        suptitle=f"RoPE's rotation matrix at position {args.matrix_position} "
+                                 f"(d = {args.matrix_dim}, base {args.matrix_base:g})")
+    exp.save(fig, "matrices")
+    return exp.finish()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

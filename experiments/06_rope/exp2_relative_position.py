@@ -1,0 +1,181 @@
+"""With RoPE on queries and keys, the score <RoPE(q, m), RoPE(k, n)> depends only on m - n, so
+shifting a whole sequence leaves attention unchanged; rotating the values as well breaks this.
+
+Rotating q by m theta_i and k by n theta_i in every pair leaves only the difference of the angles,
+(m - n) theta_i, in their dot product: score(m, n) = g(q, k, m - n) = sum_i Re(h_i e^{j (m-n) theta_i})
+with h_i the complex product of pair i of q and of conj(k). This script measures:
+- for one q and one k, every score over all N x N pairs of positions (minimind_ref's float32 table and
+  apply_rotary_pos_emb): the spread of the scores along each diagonal m - n = const, and their
+  distance from g computed in float64 from its formula;
+- the same at random pairs of positions up to MiniMind's 32768: the float32 table rounds angles
+  of up to 32768 rad, so the agreement loosens in proportion to the position (bounded by N eps);
+- minimind_ref's Attention layer (random weights, RoPE on q and k) on the same tokens placed at
+  positions 0..T-1 and shifted to s..s+T-1: the same output for every shift s. Then the same layer
+  with the values rotated too: the output now changes with s.
+
+Why it matters: relative position is what RoPE is for. Values carry the content that the weights
+average; rotating them would make each output a mix of vectors turned by their keys' absolute
+positions, so the same phrase would produce different outputs at different places.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import matplotlib.pyplot as plt
+import torch
+
+from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
+                          scaled_dot_product_attention)
+from minimind_ref.teaching.experiment import Experiment, print_table
+from minimind_ref.teaching.heatmaps import show_heatmaps
+
+EPS32 = torch.finfo(torch.float32).eps
+BROKEN = 0.01  # "depends on the shift": an output error of at least 1% of the output's size
+
+
+def add_arguments(parser):
+    parser.add_argument("--positions", type=int, default=512, help="N: all N x N pairs are scored (default 512)")
+    parser.add_argument("--far", type=int, default=32768,
+                        help="largest position of the random far pairs (default 32768, MiniMind's table)")
+    parser.add_argument("--far-pairs", type=int, default=20000, help="random far pairs of positions (default 20000)")
+    parser.add_argument("--head-dim", type=int, default=64, help="head size, even (default 64)")
+    parser.add_argument("--base", type=float, default=1e6, help="rope_theta (default 1e6)")
+    parser.add_argument("--tokens", type=int, default=8, help="T, tokens in the shifted sequence (default 8)")
+
+
+def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """One vector x [D] placed at the positions whose cos, sin rows [P, D] are given -> [P, D]."""
+    x_all = x.expand(cos.shape[0], x.shape[0])[None, None]  # [1, 1, P, D]
+    out, _ = apply_rotary_pos_emb(x_all, x_all, cos, sin)
+    return out[0, 0]
+
+
+def g_formula(q: torch.Tensor, k: torch.Tensor, offsets: torch.Tensor, base: float) -> torch.Tensor:
+    """score(m, n) written as a function of m - n alone, in float64 from the formula (rotate-half
+    layout: pair i is dimensions i and i + D/2). [len(offsets)]"""
+    half = q.shape[0] // 2
+    theta = base ** (-torch.arange(0, 2 * half, 2, dtype=torch.float64) / (2 * half))  # [D/2]
+    qc = torch.complex(q[:half].double(), q[half:].double())
+    kc = torch.complex(k[:half].double(), k[half:].double())
+    angles = offsets.double()[:, None] * theta[None, :]  # [R, D/2]
+    return (qc * kc.conj() * torch.polar(torch.ones_like(angles), angles)).real.sum(-1)
+
+
+def attention_outputs(layer: Attention, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                      rotate_values: bool) -> torch.Tensor:
+    """The layer's causal output for tokens x [T, C] at the positions of cos, sin [T, D].
+    With rotate_values, the values are rotated like the keys (what RoPE does not do)."""
+    if not rotate_values:
+        out, _ = layer(x[None], (cos, sin))
+        return out[0]
+    batch_x = x[None]  # [1, T, C]
+    shape = (1, x.shape[0], layer.num_heads, layer.head_dim)
+    q = layer.q_proj(batch_x).view(shape).transpose(1, 2)  # [1, H, T, D]
+    k = layer.k_proj(batch_x).view(shape).transpose(1, 2)
+    v = layer.v_proj(batch_x).view(shape).transpose(1, 2)
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    v, _ = apply_rotary_pos_emb(v, v, cos, sin)  # the one change: values turned by their positions
+    out = scaled_dot_product_attention(q, k, v, is_causal=True)  # [1, H, T, D]
+    return layer.o_proj(out.transpose(1, 2).reshape(1, x.shape[0], -1))[0]
+
+
+def main(argv=None):
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    args = exp.args
+    n, d = args.positions, args.head_dim
+    if n < 2 or d < 2 or d % 2 or args.far < n or args.far_pairs < 1 or args.tokens < 2:
+        print(f"need --positions >= 2, an even --head-dim, --far >= --positions, --far-pairs >= 1 and "
+              f"--tokens >= 2; got {n}, {d}, {args.far}, {args.far_pairs}, {args.tokens}.", file=sys.stderr)
+        return 2
+
+    # 1. Every pair (m, n) of N positions.
+    cos, sin = precompute_freqs_cis(d, args.far, args.base)  # [far, D]
+    q, k = torch.randn(d), torch.randn(d)
+    scores = (rotated(q, cos[:n], sin[:n]) @ rotated(k, cos[:n], sin[:n]).T).double()  # [m, n]
+    size = scores.abs().max().item()
+    spread = max((torch.diagonal(scores, offset).max() - torch.diagonal(scores, offset).min()).item()
+                 for offset in range(-n + 1, n)) / size
+    m_idx, n_idx = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
+    formula = g_formula(q, k, (m_idx - n_idx).reshape(-1), args.base).view(n, n)
+    near_error = (scores - formula).abs().max().item() / size
+    offset_range = (formula.max() - formula.min()).item() / size  # how much the score does vary with m - n
+
+    # 2. Random far pairs: float32 angles up to `far` rad.
+    m_far = torch.randint(0, args.far, (args.far_pairs,))
+    n_far = torch.randint(0, args.far, (args.far_pairs,))
+    far_scores = (rotated(q, cos[m_far], sin[m_far]) * rotated(k, cos[n_far], sin[n_far])).sum(-1).double()
+    far_formula = g_formula(q, k, m_far - n_far, args.base)
+    far_error = (far_scores - far_formula).abs().max().item() / far_formula.abs().max().item()
+
+    print(f"head_dim {d}, base {args.base:g}; one random q and k")
+    print_table(["positions", "pairs scored", "spread along m-n = const", "|score - g(m-n)| (float64 g)",
+                 "bound N x eps32"],
+                [[f"0..{n - 1} (all pairs)", n * n, f"{spread:.1e}", f"{near_error:.1e}", f"{n * EPS32:.1e}"],
+                 [f"0..{args.far - 1} (random pairs)", args.far_pairs, "(few repeats)", f"{far_error:.1e}",
+                  f"{args.far * EPS32:.1e}"]],
+                ["", "d", "", "", ""])
+    print(f"(errors relative to the largest |score|; across offsets the score itself varies by {offset_range:.2f})")
+    print()
+
+    # 3. A whole attention layer on a shifted sequence.
+    config = MiniMindConfig(hidden_size=2 * d, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1,
+                            vocab_size=16, rope_theta=args.base, flash_attn=False)
+    layer = Attention(config).eval()
+    with torch.no_grad():
+        for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
+            proj.weight.normal_(0.0, proj.in_features ** -0.5)  # unit-variance projections: peaked weights
+    x = torch.randn(args.tokens, config.hidden_size)  # [T, C]
+    shifts = [1, 2, 5, 10, 100, 1000, args.far - args.tokens]
+    rows, errors = [], {False: [], True: []}
+    with torch.no_grad():
+        base_out = {rv: attention_outputs(layer, x, cos[:args.tokens], sin[:args.tokens], rv) for rv in (False, True)}
+        for s in shifts:
+            row = [s]
+            for rv in (False, True):
+                out = attention_outputs(layer, x, cos[s:s + args.tokens], sin[s:s + args.tokens], rv)
+                error = ((out - base_out[rv]).abs().max() / base_out[rv].abs().max()).item()
+                errors[rv].append(error)
+                row.append(error)
+            rows.append(row)
+    print(f"Attention layer, T = {args.tokens} tokens at positions s..s+T-1 against 0..T-1 "
+          f"(|out(s) - out(0)| / |out(0)|):")
+    print_table(["shift s", "RoPE on q, k (MiniMind)", "RoPE on q, k and v"], rows, ["d", ".1e", ".1e"])
+    # float32 rounding: of the angles (grows with the position, as above) and of sums of D products
+    shift_tolerance = [(s + d) * EPS32 for s in shifts]
+    print()
+
+    exp.claim(spread <= n * EPS32 and near_error <= n * EPS32,
+              f"over all {n * n} pairs of positions 0..{n - 1}, scores with the same m - n agree (spread "
+              f"{spread:.1e}) and equal g(q, k, m - n) ({near_error:.1e}), within float32 rounding N eps = "
+              f"{n * EPS32:.1e}, while g itself varies by {offset_range:.2f} across offsets")
+    exp.claim(far_error <= args.far * EPS32,
+              f"up to position {args.far - 1} the rounding of float32 angles grows with the position but stays "
+              f"under far x eps: {far_error:.1e} <= {args.far * EPS32:.1e}")
+    exp.claim(all(e <= tol for e, tol in zip(errors[False], shift_tolerance)),
+              f"MiniMind's attention (RoPE on q and k only) gives the same output wherever the sequence starts: "
+              f"largest change {max(errors[False]):.1e} over shifts up to {shifts[-1]}, each under "
+              f"(shift + D) x eps32")
+    exp.claim(min(errors[True]) >= BROKEN,
+              f"with the values rotated too, the output depends on the absolute position: it changes by "
+              f"{100 * min(errors[True]):.0f}% to {100 * max(errors[True]):.0f}% of its size")
+
+    shown = min(n, 24)
+    fig = show_heatmaps(scores[:shown, :shown].float(), titles=[f"<RoPE(q, m), RoPE(k, n)>, m, n < {shown}"],
+                        xlabel="key position n", ylabel="query position m", cmap="RdBu_r",
+                        vmin=-size, vmax=size)
+    exp.save(fig, "scores")
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.loglog(shifts, [max(e, 1e-9) for e in errors[False]], "o-", label="RoPE on q, k (MiniMind)")
+    ax.loglog(shifts, errors[True], "s-", label="RoPE on q, k and v")
+    ax.loglog(shifts, shift_tolerance, ":", color="gray", label="float32 rounding: (s + D) x eps")
+    ax.set(xlabel="shift s of the whole sequence", ylabel="relative change of the output",
+           title="Shifting a sequence: only rotating V makes it matter")
+    ax.legend(fontsize=8)
+    exp.save(fig, "shift")
+    return exp.finish()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
