@@ -6,6 +6,7 @@ Shapes broadcast against attention scores [B, H, T, S] (T queries, S keys).
 - causal: a token sees itself and the past, never the future.
 - padding: no token looks at a pad token (1 = real token, 0 = padding, as tokenizers return it).
 - both: a real token of a padded batch sees the real tokens of its past.
+- sliding window: causal, but only the most recent `window` keys (Mistral's local attention).
 
 When there are fewer queries than keys (decoding with a KV cache: T new tokens after S - T cached
 ones), query i sits at absolute position S - T + i, so the causal mask is aligned to the bottom
@@ -68,3 +69,31 @@ def combined_mask(attention_mask: torch.Tensor | None, query_len: int, key_len: 
     if causal:
         mask = mask & causal_mask(query_len, key_len, device=attention_mask.device)  # [B, 1, T, S]
     return mask.expand(-1, -1, query_len, -1)
+
+
+def sliding_window_mask(query_len: int, key_len: int, window: int,
+                        device: torch.device | str | None = None) -> torch.Tensor:
+    """[T, S] bool, bottom-right aligned like `causal_mask`, and each query sees only the `window`
+    most recent keys, itself included (module 05): query i, at absolute position p = S - T + i,
+    may see key j when p - window < j <= p.
+
+    This is the sliding-window attention of Mistral 7B (arXiv 2310.06825), with the window
+    counted as transformers counts it (`kv_idx > q_idx - sliding_window`). A stack of L such
+    layers still carries information up to L * (window - 1) positions back, one hop per layer.
+    With window >= key_len it is the plain causal mask.
+    """
+    for name, value in (("query_len", query_len), ("key_len", key_len), ("window", window)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"sliding_window_mask: {name} must be an int, got {type(value).__name__}.")
+    if query_len < 1 or key_len < query_len:
+        raise ValueError(
+            f"sliding_window_mask needs 1 <= query_len <= key_len (queries are the last tokens of the "
+            f"keys), got query_len={query_len}, key_len={key_len}.")
+    if window < 1:
+        raise ValueError(
+            f"sliding_window_mask needs window >= 1 (the number of keys each query sees, itself "
+            f"included), got window={window}.")
+    offset = key_len - query_len
+    visible = torch.ones(query_len, key_len, dtype=torch.bool, device=device)
+    # keep j <= p (the causal part) and drop j <= p - window (older than the window)
+    return visible.tril(diagonal=offset) & ~visible.tril(diagonal=offset - window)
