@@ -7,8 +7,10 @@ head is repeated `n_rep` times so that the shapes line up with the queries.
 A common claim is that this repetition is free. It is half true: `expand` makes a view that
 shares storage (stride 0 on the new axis, no bytes allocated), but the `reshape` that merges the
 group axis into the head axis cannot be expressed as a view of that storage, so it copies:
-n_rep times the KV bytes. Module 04 shows the storage pointers and the bytes. torch's fused
-`scaled_dot_product_attention(..., enable_gqa=True)` avoids materialising the copy.
+n_rep times the KV bytes. (With a single KV head, MQA, it can: the merged axis keeps stride 0 and
+nothing is copied.) Module 04 shows the storage pointers and the bytes. torch's fused
+`scaled_dot_product_attention(..., enable_gqa=True)` avoids materialising the copy on its CPU
+flash kernel; its math fallback (used, for example, with dropout) still copies.
 """
 
 import torch
@@ -28,4 +30,4 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
         return x
     batch, kv_heads, seq, head_dim = x.shape
     grouped = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, seq, head_dim)  # a view: no copy
-    return grouped.reshape(batch, kv_heads * n_rep, seq, head_dim)  # this copies
+    return grouped.reshape(batch, kv_heads * n_rep, seq, head_dim)  # copies, unless kv_heads == 1

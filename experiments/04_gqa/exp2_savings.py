@@ -1,0 +1,154 @@
+"""What sharing key/value heads saves, counted on the model and computed from the closed forms, and
+the two agree: attention parameters per layer 2 C H D + 2 C H_kv D, and KV-cache bytes per token
+2 x layers x H_kv x D x bytes per number, for MHA, GQA and MQA.
+
+MiniMind's default configuration has hidden size C = 512, 8 layers and H = 8 query heads of size
+D = 64 sharing H_kv = 2 key/value heads. The query and output projections do not depend on H_kv; the
+key and value projections are C x (H_kv D) each, so they shrink with H_kv, and so does everything
+the cache stores: one key and one value vector per KV head, per layer, per token.
+
+This script builds minimind_ref's model for every H_kv that divides H (8 = MHA, 4, 2 = MiniMind,
+1 = MQA), counts the parameters of one attention layer and of the whole model, runs a forward pass
+with use_cache=True in float32 and in bfloat16, and divides `KVCache.nbytes()` by the number of
+tokens. Each count is checked against its closed form.
+
+Why it matters: at long contexts the cache, not the weights, fills the memory and is what each
+decoding step must read. The table's last columns show where the cache of each variant outgrows the
+model's own weights.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import matplotlib.pyplot as plt
+import torch
+
+import minimind_ref as mm
+from minimind_ref.teaching.experiment import Experiment, print_table
+
+MIB = 2 ** 20
+NAMES = {1: "MQA"}
+
+
+def add_arguments(parser):
+    parser.add_argument("--tokens", type=int, default=16, help="tokens in the forward pass that fills the cache (default 16)")
+    parser.add_argument("--context", type=int, default=32768,
+                        help="context length for the cache-size column and the figure (default 32768, "
+                             "MiniMind's max_position_embeddings)")
+
+
+def variant_name(config: mm.MiniMindConfig) -> str:
+    if config.num_key_value_heads == config.num_attention_heads:
+        return "MHA"
+    return NAMES.get(config.num_key_value_heads, f"GQA-{config.num_key_value_heads}")
+
+
+def attention_params_closed_form(config: mm.MiniMindConfig) -> int:
+    """q_proj and o_proj: C x (H D) each; k_proj and v_proj: C x (H_kv D) each; no biases."""
+    c, d = config.hidden_size, config.head_dim
+    return 2 * c * config.num_attention_heads * d + 2 * c * config.num_key_value_heads * d
+
+
+def cache_bytes_per_token_closed_form(config: mm.MiniMindConfig, dtype: torch.dtype) -> int:
+    """K and V, for every layer and every KV head, D numbers each."""
+    element = torch.tensor([], dtype=dtype).element_size()
+    return 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * element
+
+
+@torch.no_grad()
+def measured_cache_bytes_per_token(model: mm.MiniMindForCausalLM, tokens: int, dtype: torch.dtype) -> float:
+    """Fill a cache with a forward pass of `tokens` tokens in `dtype`; its bytes per token."""
+    model = model.to(dtype)
+    ids = torch.randint(0, model.config.vocab_size, (1, tokens))
+    cache = model(ids, use_cache=True).past_key_values
+    return cache.nbytes() / tokens
+
+
+def plot(rows, context, weight_bytes_bf16):
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    lengths = torch.linspace(0, context, 65)
+    for row in rows:
+        left.plot(lengths, lengths * row["cache_bf16"] / MIB, label=f"{row['name']} (H_kv = {row['kv']})")
+    left.axhline(weight_bytes_bf16 / MIB, color="k", ls=":", label="MiniMind's weights (GQA-2)")
+    left.set(xlabel="context length (tokens)", ylabel="MiB, bfloat16, batch 1",
+             title="KV cache of one sequence vs its length")
+    left.legend(fontsize=8)
+    names = [row["name"] for row in rows]
+    qo = [row["attn_model"] - row["kv_params"] for row in rows]
+    kv = [row["kv_params"] for row in rows]
+    right.bar(names, qo, label="q_proj + o_proj")
+    right.bar(names, kv, bottom=qo, label="k_proj + v_proj")
+    right.set(ylabel="parameters", title="Attention parameters per layer")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def main(argv=None):
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    args = exp.args
+    default = mm.MiniMindConfig()
+    if not 1 <= args.tokens <= default.max_position_embeddings or args.context < 1:
+        print(f"--tokens must be between 1 and {default.max_position_embeddings} and --context positive, got "
+              f"{args.tokens} and {args.context}.", file=sys.stderr)
+        return 2
+    heads = default.num_attention_heads
+    print(f"MiniMind's default: hidden {default.hidden_size}, {default.num_hidden_layers} layers, {heads} query "
+          f"heads of size {default.head_dim}, {default.num_key_value_heads} KV heads.")
+    print()
+
+    rows = []
+    for kv in sorted((d for d in range(1, heads + 1) if heads % d == 0), reverse=True):
+        config = default.replace(num_key_value_heads=kv)
+        model = mm.MiniMindForCausalLM(config).eval()
+        attention = model.model.layers[0].self_attn
+        row = {"name": variant_name(config), "kv": kv, "config": config,
+               "attn_model": sum(p.numel() for p in attention.parameters()),
+               "attn_formula": attention_params_closed_form(config),
+               "kv_params": attention.k_proj.weight.numel() + attention.v_proj.weight.numel(),
+               "total": sum(p.numel() for p in model.parameters())}
+        for key, dtype in (("32", torch.float32), ("bf16", torch.bfloat16)):
+            row[f"cache_{key}"] = measured_cache_bytes_per_token(model, args.tokens, dtype)
+            row[f"cache_{key}_formula"] = cache_bytes_per_token_closed_form(config, dtype)
+        row["weights_bf16"] = row["total"] * 2
+        rows.append(row)
+        del model
+
+    print_table(
+        ["variant", "H_kv", "attn params/layer", "closed form", "model params", "cache B/token fp32",
+         "closed form", "bf16", "closed form", f"cache at {args.context} (bf16)", "cache > weights from"],
+        [[r["name"], r["kv"], r["attn_model"], r["attn_formula"], r["total"], r["cache_32"], r["cache_32_formula"],
+          r["cache_bf16"], r["cache_bf16_formula"], f"{args.context * r['cache_bf16'] / MIB:,.0f} MiB",
+          f"{r['weights_bf16'] / r['cache_bf16']:,.0f} tokens"] for r in rows],
+        ["", "d", ",d", ",d", ",d", ",.0f", ",d", ",.0f", ",d", "", ""])
+    print()
+    print(f"Cache bytes per token = KVCache.nbytes() after a forward pass of {args.tokens} tokens, divided by "
+          f"{args.tokens}. 'cache > weights from': the context at which one sequence's cache holds more bytes "
+          f"than the model's weights (both bfloat16).")
+    print()
+
+    by_name = {r["name"]: r for r in rows}
+    mha, gqa = by_name["MHA"], next(r for r in rows if r["kv"] == default.num_key_value_heads)
+    exp.claim(all(r["attn_model"] == r["attn_formula"] for r in rows),
+              "the attention parameters per layer counted on the model equal 2 C H D + 2 C H_kv D for every H_kv: "
+              + ", ".join(f"{r['name']} {r['attn_model']:,}" for r in rows))
+    saved = mha["attn_model"] - gqa["attn_model"]
+    exp.claim(saved == 2 * default.hidden_size * (heads - default.num_key_value_heads) * default.head_dim
+              and mha["total"] - gqa["total"] == default.num_hidden_layers * saved,
+              f"MiniMind's GQA saves {saved:,} parameters per layer over MHA ({100 * saved / mha['attn_model']:.1f}% "
+              f"of its attention), {default.num_hidden_layers * saved:,} over the {default.num_hidden_layers} layers "
+              f"(models of {mha['total']:,} and {gqa['total']:,} parameters)")
+    exp.claim(all(r["cache_32"] == r["cache_32_formula"] and r["cache_bf16"] == r["cache_bf16_formula"] for r in rows),
+              "KVCache.nbytes() per token equals 2 x layers x H_kv x D x bytes for every H_kv, in float32 and "
+              "bfloat16: " + ", ".join(f"{r['name']} {r['cache_bf16']:,.0f}" for r in rows) + " bytes (bf16)")
+    exp.claim(all(mha["cache_32"] / r["cache_32"] == heads / r["kv"] for r in rows),
+              f"the cache shrinks by exactly H / H_kv: MiniMind's {default.num_key_value_heads} KV heads store "
+              f"{mha['cache_32'] / gqa['cache_32']:g}x less than MHA, one KV head (MQA) {heads}x less")
+
+    exp.save(plot(rows, args.context, gqa["weights_bf16"]), "savings")
+    return exp.finish()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
