@@ -1,0 +1,147 @@
+"""minimind_ref.flash_attention gives torch's SDPA output to 1e-5 without ever creating the T x S
+score matrix: the memory it needs grows linearly with the sequence, explicit attention's
+quadratically.
+
+For causal attention with B=1, H=8, D=64 in float32 and T = S from 256 up, the script runs
+explicit attention (minimind_ref.scaled_dot_product_attention), flash_attention and torch's SDPA,
+and records every tensor each one creates while it runs (a TorchDispatchMode sees each torch op's
+outputs): the peak of their total size while alive at once, and the largest single tensor. The
+inputs q, k, v are not counted; the output is. Explicit attention creates several [H, T, T]
+tensors (scores, masked scores, weights), so its peak quadruples when T doubles. flash_attention
+creates one score tile of fixed size plus tensors of size O(T): its peak at most doubles. SDPA
+does all its work inside one C++ kernel, whose scratch buffers this tracker cannot see (only its
+output shows); `make bench` measures all three as the operating system sees them.
+
+Why it matters: at T = 8192 one float32 score matrix of MiniMind2's 8 heads is 2 GiB per layer and
+per sequence, and training keeps it for the backward pass; FlashAttention never builds it.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+import minimind_ref as mm
+from minimind_ref.teaching.experiment import Experiment, print_table
+
+HEADS, HEAD_DIM = 8, 64
+CONTENDERS = {
+    "explicit": lambda q, k, v: mm.scaled_dot_product_attention(q, k, v, is_causal=True),
+    "flash_attention": lambda q, k, v: mm.flash_attention(q, k, v, is_causal=True),
+    "torch SDPA": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+}
+
+
+def add_arguments(parser):
+    parser.add_argument("--lengths", type=int, nargs="+", default=[256, 512, 1024, 2048],
+                        help="sequence lengths T = S, doubling (default 256 512 1024 2048)")
+
+
+class TensorMemory(TorchDispatchMode):
+    """Tracks the tensors created inside a `with` block: `peak` bytes alive at once and the
+    `largest` single tensor's bytes. Tensors that existed before (the inputs) are not counted."""
+
+    def __init__(self, *existing: torch.Tensor):
+        super().__init__()
+        self.old = {t.untyped_storage().data_ptr() for t in existing}
+        self.alive = {}  # storage address -> [tensors using it, bytes]
+        self.now = self.peak = self.largest = 0
+
+    def _release(self, address):
+        entry = self.alive[address]
+        entry[0] -= 1
+        if entry[0] == 0:
+            self.now -= entry[1]
+            del self.alive[address]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {id(a) for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
+        for t in tree_flatten(out)[0]:
+            if not isinstance(t, torch.Tensor) or id(t) in inputs:
+                continue  # an in-place op returns its input: nothing new
+            storage = t.untyped_storage()
+            address = storage.data_ptr()
+            if address in self.old:
+                continue  # a view of an input
+            if address not in self.alive:
+                self.alive[address] = [0, storage.nbytes()]
+                self.now += storage.nbytes()
+                self.peak = max(self.peak, self.now)
+                self.largest = max(self.largest, storage.nbytes())
+            self.alive[address][0] += 1
+            weakref.finalize(t, self._release, address)
+        return out
+
+
+def measure(name, q, k, v):
+    with TensorMemory(q, k, v) as memory:
+        out = CONTENDERS[name](q, k, v)
+    return out, memory.peak, memory.largest
+
+
+def main(argv=None):
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    lengths = sorted(exp.args.lengths)
+    if len(lengths) < 2 or lengths[0] < 16 or any(b != 2 * a for a, b in zip(lengths, lengths[1:])):
+        raise SystemExit("--lengths must be at least two doubling lengths of 16 or more, e.g. 256 512 1024.")
+    mib = 2 ** 20
+    peaks = {name: [] for name in CONTENDERS}
+    largest = {name: [] for name in CONTENDERS}
+    errors, rows = [], []
+    for length in lengths:
+        q, k, v = (torch.randn(1, HEADS, length, HEAD_DIM) for _ in range(3))
+        outs = {}
+        for name in CONTENDERS:
+            outs[name], peak, big = measure(name, q, k, v)
+            peaks[name].append(peak)
+            largest[name].append(big)
+        errors.append(max((outs[n] - outs["torch SDPA"]).abs().max().item() for n in ("explicit", "flash_attention")))
+        score_matrix = HEADS * length * length * 4
+        rows.append([length, score_matrix / mib, peaks["explicit"][-1] / mib, largest["explicit"][-1] / mib,
+                     peaks["flash_attention"][-1] / mib, largest["flash_attention"][-1] / mib,
+                     peaks["torch SDPA"][-1] / mib, errors[-1]])
+    print(f"Causal attention, B=1, H={HEADS}, D={HEAD_DIM}, float32. MiB of tensors created during one call "
+          f"(output included, inputs not):")
+    print_table(["T = S", "[H,T,T] matrix", "explicit peak", "its largest", "flash peak", "its largest",
+                 "SDPA (output only)", "max |diff| vs SDPA"],
+                rows, ["d", ".1f", ".1f", ".1f", ".2f", ".2f", ".2f", ".1e"])
+
+    growth = {name: [b / a for a, b in zip(p, p[1:])] for name, p in peaks.items()}
+    print("\nGrowth of the peak when T doubles:")
+    for name in ("explicit", "flash_attention"):
+        print(f"  {name:16s} " + "  ".join(f"x{g:.2f}" for g in growth[name]))
+    last = lengths[-1]
+
+    exp.claim(max(errors) <= 1e-5,
+              f"flash_attention (and explicit attention) give SDPA's output at every T (max diff {max(errors):.1e} <= 1e-5)")
+    exp.claim(largest["explicit"][-1] >= HEADS * last * last * 4 and largest["flash_attention"][-1] * 8 <= HEADS * last * last * 4,
+              f"at T = {last}, explicit attention creates the whole [H, T, T] score matrix "
+              f"({HEADS * last * last * 4 / mib:.0f} MiB); the largest tensor flash_attention creates is "
+              f"{largest['flash_attention'][-1] / mib:.2f} MiB, less than 1/8 of it")
+    exp.claim(growth["explicit"][-1] >= 3.5 and max(growth["flash_attention"]) <= 2.05,
+              f"explicit attention's peak grows quadratically (x{growth['explicit'][-1]:.2f} for the last doubling "
+              f"of T, at least x3.5), flash_attention's at most linearly (at most x{max(growth['flash_attention']):.2f} "
+              f"per doubling, at most x2.05)")
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, style in (("explicit", "o-"), ("flash_attention", "s-"), ("torch SDPA", "^:")):
+        label = name + (" (output only: its buffers are inside C++)" if name == "torch SDPA" else "")
+        ax.loglog(lengths, [p / mib for p in peaks[name]], style, label=label, base=2)
+    ax.loglog(lengths, [HEADS * t * t * 4 / mib for t in lengths], "k--", label="one [H, T, T] float32 matrix", base=2)
+    ax.set_xlabel("sequence length T = S")
+    ax.set_ylabel("peak MiB of tensors created")
+    ax.set_title("Memory of one causal attention call (B=1, H=8, D=64)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    exp.save(fig, "peak_memory")
+    return exp.finish()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,296 @@
+"""FlashAttention in plain PyTorch: exact attention by tiles, never building the T x S scores (module 08).
+
+Explicit attention (attention.py) builds the whole [T, S] score matrix, softmaxes it and multiplies
+it by V: memory and memory traffic grow with T * S. FlashAttention (Dao et al., arXiv 2205.14135;
+FlashAttention-2, arXiv 2307.08691) computes the same numbers tile by tile:
+
+- a tile of queries meets one tile of keys at a time; its scores live only as long as that tile;
+- the **online softmax** keeps, for each query row, a running maximum `m`, a running sum
+  `l = sum exp(score - m)` and an unnormalised output `acc = sum exp(score - m) v`; when a later
+  tile raises the maximum, `l` and `acc` are rescaled by `exp(m_old - m_new)`. At the end
+  `out = acc / l`, and `lse = m + log(l)` is the row's log-sum-exp;
+- with a causal mask, key tiles entirely in a row tile's future are skipped, never computed, and
+  only the tile on the diagonal needs a mask;
+- the backward pass saves only q, k, v, the output and the log-sum-exp (O(T) numbers beyond the
+  inputs, not O(T S)) and **recomputes** each tile's probabilities as `exp(score - lse)`.
+
+On a GPU the point is that a tile fits in on-chip SRAM, so the big matrices never travel to and
+from HBM. Here, in PyTorch on a CPU, the same structure keeps each tile in cache and the memory
+footprint linear in T; `torch.nn.functional.scaled_dot_product_attention` does the same in C++.
+
+Conventions, shared with `minimind_ref.scaled_dot_product_attention`:
+- q: [B, H, T, D]; k, v: [B, H, S, D]; output [B, H, T, D]; lse [B, H, T] (natural log);
+- causal masks are aligned to the bottom right (FlashAttention-2's choice, and masks.causal_mask's):
+  query i is the token at position i + S - T and sees keys 0 .. i + S - T. With a KV cache
+  (T < S) the new tokens see all the cached ones;
+- a row that sees no key at all (causal with T > S: the first T - S rows) gets output 0 and
+  lse -inf, never NaN, as explicit attention gives for a row whose keys are all masked.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.autograd.function import once_differentiable
+
+__all__ = ["flash_attention", "key_tiles"]
+
+DEFAULT_BLOCK_Q = 256
+DEFAULT_BLOCK_K = 512
+# When the running maximum m is raised. A textbook online softmax raises it at every tile whose
+# maximum is higher, which costs a pass over the tile (a max) and a rescaling. Mathematically any
+# shift m gives the same softmax; numerically, exp(score - m) must not overflow, and m must not be
+# above the row's true maximum (or every term could underflow to 0). Here m starts at one score the
+# row surely sees and is only ever raised to a tile's true maximum, so it never passes the row's
+# maximum. A tile is kept as computed while each row's sum of exp(score - m) stays under
+# cols * e^TAU (then no single term exceeds that either: about 1.5e6 for a 512-key tile, far from
+# float32's overflow at e^88.7); a row that breaks the bound makes the tile be redone with m raised
+# to the row's maximum. With ordinary scores that almost never happens.
+TAU = 8.0
+BOUND = math.exp(TAU)
+
+
+def flash_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    is_causal: bool = False,
+    scale: float | None = None,
+    block_q: int = DEFAULT_BLOCK_Q,
+    block_k: int = DEFAULT_BLOCK_K,
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Exact attention softmax(q k^T * scale) v, computed by tiles. q: [B, H, T, D]; k, v: [B, H, S, D].
+
+    is_causal: hide the future, bottom-right aligned (query i sees keys up to i + S - T).
+    scale: multiplies the scores; 1/sqrt(D) by default.
+    block_q, block_k: the tile sizes, queries x keys. Any positive sizes give the same result
+        (up to float rounding); they only change speed and the size of the one score tile alive
+        at a time, [B*H, block_q, max(block_q, block_k)].
+    return_lse: also return the log-sum-exp of each row's scaled scores, [B, H, T].
+    Differentiable in q, k and v (and through lse): the backward pass recomputes the scores.
+    """
+    _check_inputs(q, k, v, is_causal, scale, block_q, block_k)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    out, lse = _FlashAttention.apply(q, k, v, bool(is_causal), float(scale), int(block_q), int(block_k))
+    return (out, lse) if return_lse else out
+
+
+def key_tiles(row_start: int, row_end: int, key_len: int, query_len: int, block_k: int,
+              is_causal: bool) -> list[tuple[int, int, bool]]:
+    """The key tiles that the query rows [row_start, row_end) must visit: (start, end, needs_mask).
+
+    Without a mask: every key, in tiles of block_k. Causal: query i sees keys j <= i + (S - T).
+    Keys before row_start + S - T are seen by every row of the tile: full tiles, no mask. Keys from
+    there up to row_end - 1 + S - T are seen by some rows only: one diagonal tile, masked. Keys
+    after that are in every row's future: skipped, never computed (about half the work when
+    T = S). The diagonal tile is as wide as the row tile, so about half of it is masked: wasted work.
+    """
+    if not is_causal:
+        return [(c, min(c + block_k, key_len), False) for c in range(0, key_len, block_k)]
+    offset = key_len - query_len
+    full_end = min(max(row_start + offset, 0), key_len)  # keys every row of the tile sees
+    diagonal_end = min(max(row_end + offset, 0), key_len)  # one past the last key any row sees
+    tiles = [(c, min(c + block_k, full_end), False) for c in range(0, full_end, block_k)]
+    if diagonal_end > full_end:
+        tiles.append((full_end, diagonal_end, True))
+    return tiles
+
+
+class _FlashAttention(torch.autograd.Function):
+    """Forward by tiles; backward by recomputing each tile's probabilities from the saved lse."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, block_q, block_k):
+        batch, heads, query_len, head_dim = q.shape
+        key_len = k.shape[2]
+        # [B, H, T, D] -> [B*H, T, D]: every head is one independent attention problem
+        q3, k3, v3 = (t.reshape(batch * heads, -1, head_dim) for t in (q, k, v))
+        out, lse = _forward(q3, k3, v3, is_causal, scale, block_q, block_k)
+        ctx.save_for_backward(q3, k3, v3, out, lse)  # O(T + S) numbers: no [T, S] matrix is kept
+        ctx.settings = (is_causal, scale, block_q, block_k, q.shape, k.shape)
+        return out.view(batch, heads, query_len, head_dim), lse.view(batch, heads, query_len)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out, grad_lse):
+        q3, k3, v3, out, lse = ctx.saved_tensors
+        is_causal, scale, block_q, block_k, q_shape, k_shape = ctx.settings
+        bh = q3.shape[0]
+        grad_out = (torch.zeros_like(out) if grad_out is None
+                    else grad_out.reshape(bh, -1, q3.shape[-1]).to(out.dtype))
+        grad_lse = None if grad_lse is None else grad_lse.reshape(bh, -1).to(lse.dtype)
+        dq, dk, dv = _backward(q3, k3, v3, out, lse, grad_out, grad_lse, is_causal, scale, block_q, block_k)
+        return dq.view(q_shape), dk.view(k_shape), dv.view(k_shape), None, None, None, None
+
+
+def _forward(q, k, v, is_causal, scale, block_q, block_k):
+    """q: [N, T, D]; k, v: [N, S, D] (N = B*H). Returns out [N, T, D] and lse [N, T]."""
+    n, query_len, head_dim = q.shape
+    key_len = k.shape[1]
+    offset = key_len - query_len  # query i is the token at position i + offset
+    out = q.new_empty(n, query_len, head_dim)
+    lse = q.new_empty(n, query_len)
+    # Each key gets a 1 appended, each scaled query its row's -m: then (q, -m) . (k, 1) = q.k - m,
+    # and the matrix product that computes the scores subtracts the running maximum for free.
+    k1 = torch.cat([k, k.new_ones(n, key_len, 1)], dim=-1)  # [N, S, D+1]
+    start_max = _starting_max(q, k, scale, is_causal)  # [N, T]
+    block_q = max(1, min(block_q, query_len))  # no tile larger than the problem
+    widest = max(1, min(max(block_q, block_k) if is_causal else block_k, key_len))
+    score_buffer = q.new_empty(n * block_q * widest)  # the one score tile alive at a time
+    q1_buffer = q.new_empty(n, block_q, head_dim + 1)
+    acc_buffer = q.new_empty(n, block_q, head_dim)
+    masks = {}  # the diagonal tiles' masks, built once per shape
+
+    for row_start in range(0, query_len, block_q):
+        row_end = min(row_start + block_q, query_len)
+        rows = row_end - row_start
+        q1, acc = q1_buffer[:, :rows], acc_buffer[:, :rows]  # [N, rows, D+1], [N, rows, D]
+        torch.mul(q[:, row_start:row_end], scale, out=q1[..., :head_dim])  # scale folded into q, once
+        m = start_max[:, row_start:row_end]  # [N, rows], updated below when a tile needs it
+        sees_keys = torch.isfinite(m)  # False only for a row with no visible key at all
+        q1[..., head_dim] = -m.masked_fill(~sees_keys, 0.0)
+        l = q.new_zeros(n, rows)  # running sum of exp(score - m)
+        acc.zero_()  # running sum of exp(score - m) * v
+
+        for key_start, key_end, needs_mask in key_tiles(row_start, row_end, key_len, query_len, block_k, is_causal):
+            cols = key_end - key_start
+            scores = score_buffer[: n * rows * cols].view(n, rows, cols)
+            k1_tile = k1[:, key_start:key_end].transpose(1, 2)  # [N, D+1, cols]
+            mask = _tile_mask(masks, rows, cols, key_start - row_start - offset, q.device) if needs_mask else None
+            torch.bmm(q1, k1_tile, out=scores)  # scale * q.k - m
+            if mask is not None:
+                scores.masked_fill_(mask, -math.inf)
+            probs = scores.exp_()  # [N, rows, cols]: exp(score - m); 0 where masked
+            tile_sum = probs.sum(dim=-1)  # [N, rows]
+            if not bool((tile_sum <= cols * BOUND).all()):
+                # Rare: some score rose more than TAU above its row's m. Raise m to the row's
+                # maximum, redo the tile, and rescale what was summed so far: the online softmax step.
+                torch.bmm(q1, k1_tile, out=scores)
+                if mask is not None:
+                    scores.masked_fill_(mask, -math.inf)
+                grow = scores.amax(dim=-1).clamp_(min=0.0).masked_fill_(~sees_keys, 0.0)  # m_new - m_old
+                probs = scores.sub_(grow.unsqueeze(-1)).exp_()
+                tile_sum = probs.sum(dim=-1)
+                shrink = torch.exp(-grow)  # exp(m_old - m_new) <= 1
+                l.mul_(shrink)
+                acc.mul_(shrink.unsqueeze(-1))
+                m = m + grow
+                q1[..., head_dim] = -m.masked_fill(~sees_keys, 0.0)
+            l.add_(tile_sum)
+            acc.baddbmm_(probs, v[:, key_start:key_end])  # acc += exp(score - m) @ V_tile
+
+        # normalise once, at the end (FlashAttention-2). A row that saw no key has acc = l = 0:
+        # it gets output 0 and lse = -inf + log(0) = -inf rather than 0 / 0 = NaN.
+        torch.div(acc, l.masked_fill(~sees_keys, 1.0).unsqueeze(-1), out=out[:, row_start:row_end])
+        lse[:, row_start:row_end] = m + torch.log(l)
+    return out, lse
+
+
+def _starting_max(q, k, scale, is_causal):
+    """A first value for each row's running maximum: the score of one key the row surely sees
+    (its own position when causal, key 0 otherwise). Any visible score is at most the row's true
+    maximum, and that is all the online softmax needs. -inf for a row that sees no key at all.
+    q: [N, T, D], k: [N, S, D] -> [N, T]."""
+    n, query_len, _ = q.shape
+    key_len = k.shape[1]
+    if is_causal:  # query i is the token at position i + S - T
+        key = torch.arange(query_len, device=q.device) + (key_len - query_len)
+    else:
+        key = torch.zeros(query_len, dtype=torch.long, device=q.device)
+    visible = (key >= 0) & (key < key_len)  # [T]
+    if not bool(visible.any()):
+        return q.new_full((n, query_len), -math.inf)
+    m = torch.einsum("ntd,ntd->nt", q, k[:, key.clamp(0, key_len - 1)]) * scale
+    return m.masked_fill_(~visible, -math.inf)
+
+
+def _tile_mask(cache, rows, cols, shift, device):
+    """[rows, cols] bool, True where a key is in its query's future. At the tile's top-left
+    corner the key's position minus the query's is `shift`, so cell (i, j) is in the future when
+    j + shift > i. All full-size diagonal tiles share one mask, built once."""
+    key = (rows, cols, shift)
+    if key not in cache:
+        i = torch.arange(rows, device=device).unsqueeze(1)
+        j = torch.arange(cols, device=device).unsqueeze(0)
+        cache[key] = j + shift > i
+    return cache[key]
+
+
+def _backward(q, k, v, out, lse, grad_out, grad_lse, is_causal, scale, block_q, block_k):
+    """Gradients by tiles, FlashAttention-2's Algorithm 2. q, out, grad_out: [N, T, D]; k, v: [N, S, D];
+    lse, grad_lse: [N, T]. Returns dq [N, T, D], dk, dv [N, S, D].
+
+    With P = softmax(S), S = scale * q k^T: dV = P^T dO; dP = dO V^T; dS = P * (dP - delta) with
+    delta = rowsum(dO * O) (= rowsum(P * dP), without any [T, S] sum); dQ = scale * dS K;
+    dK = scale * dS^T Q. If lse is used downstream, d lse / dS = P, which subtracts grad_lse from
+    delta. P itself is recomputed tile by tile as exp(S - lse): nothing [T, S] was saved.
+    """
+    n, query_len, head_dim = q.shape
+    key_len = k.shape[1]
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    delta = (grad_out * out).sum(dim=-1)  # [N, T]
+    if grad_lse is not None:
+        delta = delta - grad_lse
+    k1 = torch.cat([k, k.new_ones(n, key_len, 1)], dim=-1)  # [N, S, D+1], as in _forward
+    sees_keys = torch.isfinite(lse)  # [N, T]
+    masks = {}
+
+    for row_start in range(0, query_len, block_q):
+        row_end = min(row_start + block_q, query_len)
+        rows = slice(row_start, row_end)
+        q_scaled = q[:, rows] * scale  # [N, rows, D]
+        # (q * scale, -lse) . (k, 1) = score - lse, so exp of it is P, the softmax, at once
+        q1 = torch.cat([q_scaled, -lse[:, rows].masked_fill(~sees_keys[:, rows], 0.0).unsqueeze(-1)], dim=-1)
+        d_out, d_q = grad_out[:, rows], torch.zeros_like(q_scaled)  # [N, rows, D]
+        for key_start, key_end, needs_mask in key_tiles(row_start, row_end, key_len, query_len, block_k, is_causal):
+            keys = slice(key_start, key_end)
+            probs = torch.bmm(q1, k1[:, keys].transpose(1, 2))  # [N, rows, cols]: score - lse
+            if needs_mask:
+                probs.masked_fill_(_tile_mask(masks, row_end - row_start, key_end - key_start,
+                                              key_start - row_start - (key_len - query_len), q.device), -math.inf)
+            probs.exp_()  # P, recomputed: exactly the forward's softmax
+            dv[:, keys] += torch.bmm(probs.transpose(1, 2), d_out)  # dV_j += P^T dO_i
+            d_scores = torch.bmm(d_out, v[:, keys].transpose(1, 2))  # dP = dO_i V_j^T
+            d_scores.sub_(delta[:, rows].unsqueeze(-1)).mul_(probs)  # dS = P * (dP - delta)
+            d_q.baddbmm_(d_scores, k[:, keys])  # dQ_i += dS K_j (times scale below)
+            dk[:, keys] += torch.bmm(d_scores.transpose(1, 2), q_scaled)  # dK_j += dS^T Q_i * scale
+        dq[:, rows] = d_q * scale
+    return dq, dk, dv
+
+
+def _check_inputs(q, k, v, is_causal, scale, block_q, block_k):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"flash_attention: {name} must be a torch.Tensor, got {type(t).__name__}.")
+        if t.dim() != 4:
+            raise ValueError(
+                f"flash_attention expects {name} as [batch, heads, seq, head_dim], got shape {tuple(t.shape)}.")
+        if t.dtype not in (torch.float32, torch.float64):
+            raise TypeError(
+                f"flash_attention computes in float32 or float64; {name} is {t.dtype}. Convert with "
+                f".float() (half-precision tiles would need float32 accumulators, which this "
+                f"teaching version leaves out).")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}.")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on one device, got {q.device}, {k.device} and {v.device}.")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}.")
+    if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
+        raise ValueError(
+            f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3).")
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(
+            f"q has {q.shape[1]} heads but k and v have {k.shape[1]}: flash_attention needs one key/value "
+            f"head per query head; share grouped heads first with minimind_ref.repeat_kv.")
+    if not isinstance(is_causal, bool):
+        raise TypeError(f"is_causal must be True or False, got {is_causal!r}.")
+    for name, size in (("block_q", block_q), ("block_k", block_k)):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"{name} (a tile size) must be a positive int, got {size!r}.")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                              or not math.isfinite(scale)):
+        raise ValueError(f"scale must be a finite number or None (for 1/sqrt(head_dim)), got {scale!r}.")
