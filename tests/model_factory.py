@@ -4,9 +4,8 @@ A freshly initialised MiniMind has all RMSNorm gains at 1.0, so a bug that drops
 norm would go unseen; here every parameter, gains included, is drawn at random.
 """
 
-import torch
-
 import minimind_ref as mm
+from minimind_ref.teaching.models import random_minimind
 
 
 def small_config(**overrides) -> mm.MiniMindConfig:
@@ -17,14 +16,5 @@ def small_config(**overrides) -> mm.MiniMindConfig:
     return mm.MiniMindConfig(**fields)
 
 
-def random_model(config: mm.MiniMindConfig, seed: int = 0, std: float = 0.1) -> mm.MiniMindForCausalLM:
-    """A MiniMind model in eval mode whose every parameter is random (norm gains around 1)."""
-    torch.manual_seed(seed)
-    model = mm.MiniMindForCausalLM(config)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.endswith("norm.weight"):
-                param.uniform_(0.5, 1.5)
-            else:
-                param.normal_(0.0, std)
-    return model.eval()
+# A MiniMind whose every parameter is random: shared with the experiments.
+random_model = random_minimind

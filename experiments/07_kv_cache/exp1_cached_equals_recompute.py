@@ -24,6 +24,7 @@ import torch
 
 import minimind_ref as mm
 from minimind_ref.teaching.experiment import Experiment, print_table
+from minimind_ref.teaching.models import random_minimind
 
 # float32 keeps about 7 significant digits; a logit of size ~5 that went through a few hundred
 # roundings in a different order can move by ~1e-5. 1e-4 of the largest logit leaves a margin
@@ -42,20 +43,6 @@ def add_arguments(parser):
     parser.add_argument("--prompt", type=int, default=8, help="prompt length (default 8)")
     parser.add_argument("--new", type=int, default=48, help="tokens to generate (default 48)")
     parser.add_argument("--batch", type=int, default=2, help="prompts decoded together (default 2)")
-
-
-def random_minimind(config: mm.MiniMindConfig, seed: int, std: float = 0.1) -> mm.MiniMindForCausalLM:
-    """A MiniMind whose every weight is random (norm gains around 1), in eval mode. std 0.1 gives
-    logits spread widely enough that greedy decoding does not repeat one token forever."""
-    torch.manual_seed(seed)
-    model = mm.MiniMindForCausalLM(config)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.endswith("norm.weight"):
-                param.uniform_(0.5, 1.5)
-            else:
-                param.normal_(0.0, std)
-    return model.eval()
 
 
 @torch.no_grad()

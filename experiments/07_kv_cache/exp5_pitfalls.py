@@ -33,6 +33,7 @@ import torch
 
 import minimind_ref as mm
 from minimind_ref.teaching.experiment import Experiment, print_table
+from minimind_ref.teaching.models import random_minimind
 
 ROUNDING = 1e-4  # a correct decoder agrees with the reference to float32 rounding (exp1: ~1e-5)
 BROKEN = 0.1  # a broken one is off by at least this much somewhere (observed: several units)
@@ -42,19 +43,6 @@ def add_arguments(parser):
     parser.add_argument("--new", type=int, default=24, help="tokens to generate (default 24)")
     parser.add_argument("--prompt", type=int, default=8, help="prompt length (default 8)")
     parser.add_argument("--pad", type=int, default=6, help="left padding of the short prompt (default 6)")
-
-
-def random_minimind(config: mm.MiniMindConfig, seed: int, std: float = 0.1) -> mm.MiniMindForCausalLM:
-    """A MiniMind whose every weight is random (norm gains around 1), in eval mode."""
-    torch.manual_seed(seed)
-    model = mm.MiniMindForCausalLM(config)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.endswith("norm.weight"):
-                param.uniform_(0.5, 1.5)
-            else:
-                param.normal_(0.0, std)
-    return model.eval()
 
 
 # ------------------------------------------------------------------ one decoding step, 4 ways
