@@ -22,7 +22,7 @@ M ?=
 ARGS ?=
 FORCE ?=
 
-.PHONY: help setup lab test list exp experiments quiz notebooks student slides bench clean distclean
+.PHONY: help setup lab test list exp experiments quiz notebooks student slides bench train-tiny clean distclean
 
 help: ## list the targets (the default)
 	@echo "Attention Lab. Usage: make TARGET [M=NN] [ARGS=...]"
@@ -92,6 +92,9 @@ slides: ## a module's notebook as offline reveal.js slides: make slides M=03 (ou
 
 bench: setup ## run the benchmarks (benchmarks/run_all.py; ARGS=--quick etc.)
 	$(PY) benchmarks/run_all.py $(ARGS)
+
+train-tiny: setup ## train the small MiniMind behind module 09 on the CPU (ARGS=--check: rebuild, compare)
+	$(PY) -m minimind_ref.teaching.tiny_model $(ARGS)
 
 # outputs/student/ is kept: a learner's exercises live there.
 clean: ## remove generated files: outputs/ (but not outputs/student/), caches, build metadata (keeps .venv)

@@ -1,0 +1,176 @@
+"""explore(): type a prompt and look at every head of a model attending to it (module 09).
+
+    from minimind_ref.teaching.explorer import explore
+    from minimind_ref.teaching.tiny_model import load_tiny_model
+
+    model, tokenizer = load_tiny_model()
+    explore(model, tokenizer, prompt="abcdefabcdef")     # the last line of a notebook cell
+
+The widget has a text box for the prompt, a layer menu and a head menu (each with an "all"
+entry, so one head, the heads of one layer, one head across layers or the whole grid can be
+shown), and a query slider. The maps are drawn by `show_heatmaps`, the course's one heatmap
+function, with the prompt's tokens on both axes; the chosen query's row is outlined in red, and
+the text under the maps lists the keys that query weighs most in each map shown, with their
+weights. (A static image has no hover, so the top keys are printed instead.)
+
+The weights are computed once per prompt (a forward pass with output_attentions=True); moving
+the menus and the slider only redraws. Every widget is an attribute (`prompt`, `layer`, `head`,
+`query`, `top_k`), so code and tests can drive it as a learner would; `figure` is the latest
+figure and `top_keys_text` the latest top-keys text.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+
+from .heatmaps import show_heatmaps
+
+__all__ = ["AttentionExplorer", "explore", "top_keys"]
+
+ALL = "all"
+
+
+def top_keys(row: torch.Tensor, labels: Sequence[str], k: int = 3) -> List[Tuple[int, str, float]]:
+    """The k keys one query weighs most: [(position, label, weight)], largest first. row: [S]."""
+    if row.dim() != 1 or row.shape[0] != len(labels):
+        raise ValueError(f"row must be one query's weights [S] with S = len(labels) = {len(labels)}, "
+                         f"got shape {tuple(row.shape)}.")
+    k = max(1, min(int(k), row.shape[0]))
+    weights, positions = torch.topk(row.float(), k)  # ties: the earlier position first, as topk returns it
+    return [(int(p), labels[int(p)], float(w)) for w, p in zip(weights, positions)]
+
+
+def _token_labels(tokenizer: Any, ids: List[int]) -> List[str]:
+    if hasattr(tokenizer, "labels"):
+        return list(tokenizer.labels(ids))
+    return [tokenizer.decode([i]) for i in ids]  # any tokenizer with decode (transformers' too)
+
+
+class AttentionExplorer(widgets.VBox):
+    """The widget behind `explore()`; see the module docstring."""
+
+    def __init__(self, model, tokenizer, prompt: str = "", layer: Union[int, str] = ALL,
+                 head: Union[int, str] = ALL, query: Optional[int] = None, top_k: int = 3,
+                 max_tokens: int = 64):
+        config = model.config
+        self.model, self.tokenizer, self.max_tokens = model, tokenizer, max_tokens
+        self.num_layers, self.num_heads = config.num_hidden_layers, config.num_attention_heads
+        self.prompt = widgets.Text(value=prompt, description="prompt", continuous_update=False,
+                                   layout=widgets.Layout(width="60%"))
+        self.layer = widgets.Dropdown(options=[("all layers", ALL)] + [(f"layer {i}", i) for i in range(self.num_layers)],
+                                      value=layer, description="layer")
+        self.head = widgets.Dropdown(options=[("all heads", ALL)] + [(f"head {i}", i) for i in range(self.num_heads)],
+                                     value=head, description="head")
+        self.query = widgets.IntSlider(value=0, min=0, max=0, description="query", continuous_update=False)
+        self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=10, description="top keys",
+                                            layout=widgets.Layout(width="160px"))
+        self.output = widgets.Output()
+        self.top_keys_html = widgets.HTML()
+        self.figure = None
+        self.top_keys_text = ""
+        self.weights = self.labels = None  # [L, H, T, T] and T token labels of the current prompt
+        super().__init__([self.prompt, widgets.HBox([self.layer, self.head, self.top_k]), self.query,
+                          self.output, self.top_keys_html])
+        self._computing = False
+        self._compute(query)
+        self.prompt.observe(lambda change: self._compute(None), names="value")
+        for control in (self.layer, self.head, self.query, self.top_k):
+            control.observe(lambda change: self.redraw(), names="value")
+        self.redraw()
+
+    # ------------------------------------------------------------------------------- state
+
+    def _compute(self, query: Optional[int]) -> None:
+        """Run the model on the prompt once; keep its weights [L, H, T, T] and labels."""
+        ids = self.tokenizer.encode(self.prompt.value)[: self.max_tokens]
+        with torch.no_grad():
+            out = self.model(torch.tensor([ids]), output_attentions=True)
+        self.weights = torch.stack(out.attentions)[:, 0].float()  # L x [1, H, T, T] -> [L, H, T, T]
+        self.labels = _token_labels(self.tokenizer, ids)
+        last = len(ids) - 1
+        self._computing = True  # moving the slider's range must not redraw half-updated state
+        try:
+            self.query.max = last
+            self.query.value = last if query is None else max(0, min(int(query), last))
+        finally:
+            self._computing = False
+        if self.figure is not None:
+            self.redraw()
+
+    def selection(self) -> Tuple[torch.Tensor, List[str]]:
+        """The maps chosen by the menus, in show_heatmaps' layout, and one title per map."""
+        layers = range(self.num_layers) if self.layer.value == ALL else [self.layer.value]
+        heads = range(self.num_heads) if self.head.value == ALL else [self.head.value]
+        maps = self.weights[list(layers)][:, list(heads)]  # [l, h, T, T]
+        titles = [f"layer {l}, head {h}" for l in layers for h in heads]
+        if self.layer.value != ALL:
+            maps = maps[0]  # [h, T, T]: a row of maps
+        elif self.head.value != ALL:
+            maps = maps[:, 0]  # [l, T, T]: one head, down the layers, drawn as a row
+        if maps.dim() == 3 and maps.shape[0] == 1:
+            maps = maps[0]  # one map
+        return maps, titles
+
+    # ------------------------------------------------------------------------------ drawing
+
+    def redraw(self) -> None:
+        if self._computing:
+            return
+        maps, titles = self.selection()
+        query = self.query.value
+        self.top_keys_text = self._describe_query(maps, titles, query)
+        self.top_keys_html.value = f"<pre>{_escape(self.top_keys_text)}</pre>"
+        if self.figure is not None:
+            plt.close(self.figure)
+        self.figure = show_heatmaps(maps, x_labels=self.labels, titles=titles if len(titles) > 1 else titles[0],
+                                    suptitle=f"query {query} ({self.labels[query]}) outlined in red")
+        for ax in self.figure.axes:
+            if ax.images:  # the maps, not the colour bar
+                ax.add_patch(Rectangle((-0.5, query - 0.5), len(self.labels), 1.0, fill=False,
+                                       edgecolor="red", linewidth=1.5))
+        self._show()
+
+    def _show(self) -> None:
+        """Put the figure in the output area; outside IPython (a script, a test) there is none."""
+        from IPython import get_ipython
+        from IPython.display import clear_output, display
+
+        if get_ipython() is None:
+            return
+        with self.output:
+            clear_output(wait=True)
+            display(self.figure)
+
+    def _describe_query(self, maps: torch.Tensor, titles: List[str], query: int) -> str:
+        rows = maps.reshape(-1, *maps.shape[-2:])[:, query]  # [maps, S]: the query's row in each map
+        lines = [f"query {query} {self.labels[query]!r}: the {self.top_k.value} keys it weighs most"]
+        for title, row in zip(titles, rows):
+            keys = ", ".join(f"{p} {label!r} {w:.2f}" for p, label, w in top_keys(row, self.labels, self.top_k.value))
+            lines.append(f"  {title}: {keys}")
+        return "\n".join(lines)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def explore(model, tokenizer, prompt: str = "", layer: Union[int, str] = ALL, head: Union[int, str] = ALL,
+            query: Optional[int] = None, top_k: int = 3, max_tokens: int = 64) -> AttentionExplorer:
+    """An interactive view of `model`'s attention on `prompt` (see the module docstring).
+
+    tokenizer: has `encode(text) -> ids` (and `labels(ids)`, or `decode([id])`, for the axis
+    labels). layer, head: an index or "all". query: the outlined query (default the last token).
+    top_k: how many keys to list. max_tokens: longer prompts are cut to this many tokens, so the
+    maps stay readable."""
+    if isinstance(layer, int) and not 0 <= layer < model.config.num_hidden_layers:
+        raise ValueError(f"layer must be 'all' or in [0, {model.config.num_hidden_layers}), got {layer}.")
+    if isinstance(head, int) and not 0 <= head < model.config.num_attention_heads:
+        raise ValueError(f"head must be 'all' or in [0, {model.config.num_attention_heads}), got {head}.")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}.")
+    return AttentionExplorer(model, tokenizer, prompt, layer, head, query, top_k, max_tokens)
