@@ -17,7 +17,6 @@ import sys
 import pytest
 import torch
 
-import minimind_ref as mm
 from minimind_ref.teaching import tiny_data as td
 from minimind_ref.teaching import tiny_heads as th
 from minimind_ref.teaching import tiny_model as tm

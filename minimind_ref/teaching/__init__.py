@@ -7,7 +7,8 @@ answers at once and runs where only the pinned environment is installed: anythin
 
     catalog.py        which modules the course plans and which of their parts exist on disk
     __main__.py       the command line behind the make targets:
-                      python -m minimind_ref.teaching {list, exp NN, experiments, quiz NN, notebooks [NN]}
+                      python -m minimind_ref.teaching {list, exp NN, experiments, quiz NN, notebooks [NN],
+                      student, slides NN}
     experiment.py     what every experiment script shares: flags, seeding, claims, saved figures
     heatmaps.py       show_heatmaps: one attention map or a grid, token labels, one colour scale
     checks.py         check(...): an exercise's verdict, right or "not yet" and why
@@ -16,6 +17,14 @@ answers at once and runs where only the pinned environment is installed: anythin
     quiz_format.py    quiz files: loading, validation and the JSON Schema
     quiz_terminal.py  quiz_text and the terminal quiz behind `make quiz M=NN`
     quiz_widget.py    show_quiz: the same quiz as an ipywidgets form in a notebook
+    training.py       train(): the one seeded training loop behind every model the course trains
+    models.py         random_minimind: a MiniMind with every weight random, for tests and experiments
+    student.py        student copies of the notebooks: solutions out, checks kept (make student)
+    slides.py         a notebook as an offline reveal.js deck (make slides M=NN)
+    tiny_data.py      the tiny model's byte tokenizer and data: repeated spans and stdlib source text
+    tiny_model.py     the small trained MiniMind: recipe, training, safetensors checkpoint (make train-tiny)
+    tiny_heads.py     head scores (previous-token, induction, first-token) and head ablation
+    explorer.py       an ipywidgets attention explorer on show_heatmaps (module 09)
 """
 
 from .catalog import PLANNED_MODULES, CourseError, Module, all_modules, find_course_root, get_module
