@@ -26,7 +26,6 @@ readable and ablation a precise tool (module 09 reads the heads of a trained Min
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
 
 import matplotlib.pyplot as plt
 import torch
@@ -35,6 +34,7 @@ import torch.nn.functional as F
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
 from minimind_ref.teaching.experiment import Experiment, print_table
 from minimind_ref.teaching.heatmaps import show_heatmaps
+from minimind_ref.teaching.tiny_heads import ablated
 from minimind_ref.teaching.training import IGNORE_INDEX, train
 
 LEARNED = 0.99  # accuracy that counts as "learned the task"
@@ -84,25 +84,10 @@ def build_model(heads: int, hidden: int, symbols: int, tokens: int, rope_theta: 
 # ------------------------------------------------------------------------------ ablation
 
 
-@contextmanager
 def heads_ablated(model: MiniMindForCausalLM, heads, layer: int = 0):
     """Within the block, the given heads of `layer` add nothing: their D features of the attention
-    output are zeroed on the way into o_proj, whose columns for them then meet zeros."""
-    attention = model.model.layers[layer].self_attn
-    width = attention.head_dim
-
-    def zero_heads(module, inputs):
-        (concatenated,) = inputs  # [B, T, H*D]: head h's features are h*D .. (h+1)*D - 1
-        concatenated = concatenated.clone()
-        for h in heads:
-            concatenated[..., h * width:(h + 1) * width] = 0.0
-        return (concatenated,)
-
-    handle = attention.o_proj.register_forward_pre_hook(zero_heads)
-    try:
-        yield
-    finally:
-        handle.remove()
+    output are zeroed on the way into o_proj (the course's shared ablation, in its zero mode)."""
+    return ablated(model, [(layer, h) for h in heads], mode="zero")
 
 
 # ------------------------------------------------------------------------------ measurements
