@@ -188,4 +188,5 @@ class Attention(nn.Module):
                 q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p, enable_gqa=True,
                 return_weights=True)
         out = out.transpose(1, 2).reshape(batch, seq_len, self.num_heads * self.head_dim)  # [B, T, H*D]
-        return self.resid_dropout(self.o_proj(out)), weights
+        out = self.o_proj(out)
+        return (self.resid_dropout(out) if self.training else out), weights  # identity in eval

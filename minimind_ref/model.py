@@ -93,7 +93,9 @@ class MiniMindModel(nn.Module):
 
         position_embeddings = self._position_embeddings(past_len, seq_len, position_ids, batch)
         attn_mask = combined_mask(attention_mask, seq_len, key_len)  # None: plain causal
-        hidden_states = self.dropout(self.embed_tokens(input_ids))  # [B, T, C]
+        hidden_states = self.embed_tokens(input_ids)  # [B, T, C]
+        if self.training:  # dropout is the identity in eval; no call on every generated token
+            hidden_states = self.dropout(hidden_states)
         attentions = []
         for layer in self.layers:
             hidden_states, weights = layer(hidden_states, position_embeddings, attn_mask,
