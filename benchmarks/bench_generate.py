@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-from harness import Target, fix_threads, interleaved_medians, report
+from harness import Target, fix_threads, interleaved_medians, python_calls, report
 
 import minimind_ref as mm
 from minimind_ref.oracles import hf_twin
@@ -95,6 +95,11 @@ def main(argv=None) -> int:
     for name in ("minimind_ref (cache)", "transformers"):
         per_token = seconds[name] / n * 1e3
         print(f"  {name:26s} spends {per_token - streaming:5.2f} ms of its {per_token:.2f} ms")
+    # Calls into Python functions and into C from Python, per token: a count that machine load cannot
+    # blur, and the part of the overhead that an eager implementation controls.
+    print("Python-level calls per new token (functions entered, C functions called from Python):")
+    for name, fn in (("minimind_ref (cache)", ours), ("transformers", transformers_generate)):
+        print(f"  {name:26s} {python_calls(fn) / n:8.0f}")
     targets = [
         Target("minimind_ref vs transformers generate", seconds["transformers"] / seconds["minimind_ref (cache)"], at_least=1.2),
         Target("KV cache vs recomputing the prefix", seconds["minimind_ref (no cache)"] / seconds["minimind_ref (cache)"], at_least=5.0),

@@ -9,6 +9,7 @@ contender once, in turn; the median over rounds is reported, so one slow round d
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -34,6 +35,24 @@ def interleaved_medians(contenders: dict[str, Callable[[], object]], rounds: int
         for name, fn in contenders.items():
             times[name].append(time_call(fn))
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def python_calls(fn: Callable[[], object]) -> int:
+    """How many Python functions `fn` enters and C functions it calls from Python: a measure of
+    interpreter overhead that, unlike time, does not change with the machine's load."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count - 1  # the call to sys.setprofile that ends the count is the profiler's last event
 
 
 @dataclass

@@ -14,6 +14,7 @@ def test_generate_benchmark_runs_and_reports_both_targets():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "minimind_ref vs transformers generate" in result.stdout
     assert "KV cache vs recomputing the prefix" in result.stdout
+    assert "Python-level calls per new token" in result.stdout
 
 
 def test_harness_target_verdicts():
@@ -25,3 +26,18 @@ def test_harness_target_verdicts():
     assert Target("lean", 0.04, at_most=0.05).met and not Target("fat", 0.06, at_most=0.05).met
     assert report([Target("slow", 1.1, at_least=1.2)], check=True) == 1
     assert report([Target("slow", 1.1, at_least=1.2)], check=False) == 0
+
+
+def test_python_calls_counts_functions_entered_and_c_calls():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from harness import python_calls
+
+    def helper():
+        return len([1, 2])  # one C call
+
+    def three_helpers():
+        for _ in (1, 2, 3):
+            helper()
+
+    assert python_calls(three_helpers) == 1 + 3 * 2  # three_helpers, 3 x (helper + len)
+    assert sys.getprofile() is None
