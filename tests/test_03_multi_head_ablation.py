@@ -5,25 +5,14 @@ contribution", computed independently."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "03_multi_head"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"exp03_{name}", EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-EXP1, EXP2, EXP3 = (load(n) for n in ("exp1_heads_are_concatenated", "exp2_split_pitfalls", "exp3_heads_specialise"))
+EXP1, EXP2, EXP3 = (load_experiment("03", name) for name in
+                    ("exp1_heads_are_concatenated", "exp2_split_pitfalls", "exp3_heads_specialise"))
 
 
 @pytest.mark.parametrize("heads", [1, 2, 4, 8])

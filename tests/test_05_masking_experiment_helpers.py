@@ -3,37 +3,21 @@ swap the mask of minimind_ref's attention layers (exp2, exp3), and the batch pad
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 import minimind_ref as mm
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "05_masking"
-
-
-def load_script(name: str):
-    sys.path.insert(0, str(EXPERIMENTS))  # exp4 imports exp3, as when it runs from its folder
-    try:
-        spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
+from experiment_scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def exp2():
-    return load_script("exp2_causal_alignment")
+    return load_experiment("05", "exp2_causal_alignment")
 
 
 @pytest.fixture(scope="module")
 def exp3():
-    return load_script("exp3_training_without_mask")
+    return load_experiment("05", "exp3_training_without_mask")
 
 
 def first_logits(model, ids):
@@ -92,7 +76,7 @@ def test_mask_torch_applies_is_top_left(exp2):
 
 
 def test_pad_batch_left_and_right():
-    exp4 = load_script("exp4_padding_side")
+    exp4 = load_experiment("05", "exp4_padding_side")  # it imports exp3 from beside it
     prompts = [torch.tensor([5, 6, 7]), torch.tensor([8])]
     ids, mask = exp4.pad_batch(prompts, "left")
     assert ids.tolist() == [[5, 6, 7], [exp4.PAD, exp4.PAD, 8]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]

@@ -6,29 +6,17 @@ faithful copy by the bug alone)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "07_kv_cache"
-
-
-def experiment(name: str):
-    spec = importlib.util.spec_from_file_location(f"exp07_tools_{name}", EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cost = experiment("exp2_cost_per_token")
-memory = experiment("exp3_cache_memory")
-growth = experiment("exp4_cache_growth")
-pitfalls = experiment("exp5_pitfalls")
+cost = load_experiment("07", "exp2_cost_per_token")
+memory = load_experiment("07", "exp3_cache_memory")
+growth = load_experiment("07", "exp4_cache_growth")
+pitfalls = load_experiment("07", "exp5_pitfalls")
 
 
 def small_config(**overrides):

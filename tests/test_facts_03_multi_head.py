@@ -8,15 +8,14 @@ Markdown and JSON, where nothing else would catch a wrong one.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import nbformat
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ROOT / "experiments" / "03_multi_head"
 
 
 def one_line(text: str) -> str:
@@ -31,13 +30,6 @@ def notebook_cells(kind: str) -> str:
 def attention_counts(**changes) -> dict:
     layer = mm.Attention(mm.MiniMindConfig(**changes))
     return {name: layer.get_submodule(name).weight.numel() for name in ("q_proj", "k_proj", "v_proj", "o_proj")}
-
-
-def load_experiment(name: str):
-    spec = importlib.util.spec_from_file_location(f"exp03_{name}", EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def defaults(module) -> argparse.Namespace:
@@ -67,7 +59,8 @@ def test_module_03_guide_numbers():
                  "655,360 per layer", "1,048,576, so sharing key/value heads saves 393,216 weights per layer",
                  "1, 8 or 64 heads of a 512-wide layer all have 1,048,576 weights", "MiniMind's 2 KV heads"):
         assert text in guide, text
-    exp1, exp3 = load_experiment("exp1_heads_are_concatenated"), load_experiment("exp3_heads_specialise")
+    exp1 = load_experiment("03", "exp1_heads_are_concatenated")
+    exp3 = load_experiment("03", "exp3_heads_specialise")
     assert "MHA with 1, 2, 4 and 8 heads" in guide and exp1.HEAD_COUNTS == (1, 2, 4, 8)
     args = defaults(exp3)
     assert f"({args.steps} steps of {args.batch} sequences)" in guide and (args.steps, args.batch) == (300, 64)
@@ -88,7 +81,7 @@ def test_module_03_notebook_prose_numbers():
     assert f"across groups of {group} query heads saves `k_proj` and `v_proj` three quarters" in text
     assert 1 - 1 / group == 3 / 4
     assert "one of `K = 6`" in text and "`6 x 6 = 36` classes" in text and "K, SEQ = 6, 12" in code
-    args = defaults(load_experiment("exp3_heads_specialise"))
+    args = defaults(load_experiment("03", "exp3_heads_specialise"))
     assert (args.symbols, args.tokens, args.hidden, args.heads, args.steps) == (6, 12, 64, 2, 300)
     assert "hidden size 64 and 2 heads of 32, trained for 300 steps" in text
     assert "steps=300" in code and "hidden_size=64" in code

@@ -8,7 +8,6 @@ Markdown and explanations, where nothing else would catch a wrong one.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import re
 from pathlib import Path
@@ -17,11 +16,11 @@ import nbformat
 import torch
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "modules" / "04_gqa" / "README.md"
 NOTEBOOK = ROOT / "notebooks" / "04_gqa.ipynb"
-EXPERIMENTS = ROOT / "experiments" / "04_gqa"
 MIB = 2 ** 20
 
 
@@ -37,9 +36,7 @@ def notebook_text(kind: str) -> str:
 
 def script_defaults(name: str) -> argparse.Namespace:
     """The default values of an experiment script's own flags."""
-    spec = importlib.util.spec_from_file_location(f"gqa_{name}", EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("04", name)
     parser = argparse.ArgumentParser()
     module.add_arguments(parser)
     return parser.parse_args([]), module

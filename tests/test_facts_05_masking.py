@@ -7,10 +7,8 @@ this file covers the numbers typed into Markdown, where nothing else would catch
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -19,10 +17,10 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 from minimind_ref.masks import sliding_window_mask
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ROOT / "experiments" / "05_masking"
 GUIDE = (ROOT / "modules" / "05_masking" / "README.md").read_text()
 
 
@@ -43,24 +41,12 @@ def code_of_notebook() -> str:
     return "\n".join(cell.source for cell in notebook_cells() if cell.cell_type == "code")
 
 
-def load_script(name: str):
-    """An experiment script as a module (its folder on sys.path, as when it runs)."""
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
-
-
 def default_of(name: str, flag: str):
     """The default value of a script's command-line flag."""
     import argparse
 
     parser = argparse.ArgumentParser()
-    load_script(name).add_arguments(parser)
+    load_experiment("05", name).add_arguments(parser)
     return parser.get_default(flag.lstrip("-").replace("-", "_"))
 
 
@@ -90,7 +76,7 @@ def test_guide_float16_numbers():
 
 
 def test_guide_training_floors():
-    exp3 = load_script("exp3_training_without_mask")
+    exp3 = load_experiment("05", "exp3_training_without_mask")
     targets = exp3.LENGTH - 1
     random_targets = targets - exp3.WORD
     text = flat(GUIDE)
@@ -105,7 +91,7 @@ def test_guide_training_floors():
 def test_guide_experiment_defaults():
     text = flat(GUIDE)
     assert f"over {default_of('exp1_fill_values', '--rows')} random rows" in text
-    exp3 = load_script("exp3_training_without_mask")
+    exp3 = load_experiment("05", "exp3_training_without_mask")
     prompts = default_of("exp4_padding_side", "--prompts")
     first, last = exp3.SECOND, exp3.SECOND + exp3.WORD - 1  # prompts stop inside the word's second copy
     assert f"decodes {prompts} prompts of {first} to {last} tokens" in text
@@ -146,7 +132,7 @@ def test_notebook_prose_numbers():
     assert (seen[0, 0, 1] > 0).nonzero().flatten().tolist() == [0, 1]
     assert "torch lets the newest token (position 5) see only keys 0 and 1" in text
     # the training data and the causal model's look-back
-    exp3 = load_script("exp3_training_without_mask")
+    exp3 = load_experiment("05", "exp3_training_without_mask")
     assert (exp3.VOCAB, exp3.WORD, exp3.GAP) == (16, 4, 4) and "VOCAB, WORD, GAP = 16, 4, 4" in code
     assert (f"sequences of {exp3.LENGTH} tokens from a vocabulary of {exp3.VOCAB}, a {exp3.WORD}-token "
             f"\"word\", {exp3.GAP} random tokens") in text
@@ -186,7 +172,7 @@ def test_quiz_explanation_numbers():
     assert f"float16's largest number is {largest:.0f}" in explanations["fills-float16"]
     counts = sliding_window_mask(6, 6, 3).sum(-1).tolist()
     assert counts == [1, 2, 3, 3, 3, 3] and "$1 + 2 + 3 + 3 \\cdot 3 = 15$" in explanations["sliding-entries"]
-    exp3 = load_script("exp3_training_without_mask")
+    exp3 = load_experiment("05", "exp3_training_without_mask")
     floor = explanations["unmasked-floor"]
     assert f"$\\ln 16 / 15 \\approx {exp3.cheating_floor():.3f}$" in floor
     assert f"$\\frac{{11}}{{15}} \\ln 16 \\approx {exp3.honest_floor():.2f}$" in floor

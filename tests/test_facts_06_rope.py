@@ -9,7 +9,6 @@ a wrong one. Text is compared with its line breaks and repeated spaces folded to
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +17,7 @@ import nbformat
 import torch
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 from minimind_ref.rope import (precompute_freqs_cis, rope_decay_bound, rope_inverse_frequencies,
                                yarn_correction_dim, yarn_inverse_frequencies, yarn_ramp)
 
@@ -49,12 +49,8 @@ def explanation(qid: str) -> str:
 
 def script_defaults(name: str) -> argparse.Namespace:
     """The defaults of an experiment script's own flags."""
-    path = ROOT / "experiments" / "06_rope" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     parser = argparse.ArgumentParser()
-    module.add_arguments(parser)
+    load_experiment("06", name).add_arguments(parser)
     return parser.parse_args([])
 
 

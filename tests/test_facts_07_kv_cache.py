@@ -9,7 +9,6 @@ counted operation by operation.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import nbformat
@@ -17,19 +16,12 @@ import pytest
 import torch
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 from minimind_ref.teaching.quiz import load_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ROOT / "experiments" / "07_kv_cache"
 GUIDE = (ROOT / "modules" / "07_kv_cache" / "README.md").read_text()
 GUIDE_FLAT = " ".join(GUIDE.split())
-
-
-def experiment(name: str):
-    spec = importlib.util.spec_from_file_location(f"exp07_{name}", EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def default_of(script, flag: str):
@@ -57,12 +49,12 @@ FLOAT32 = torch.finfo(torch.float32).bits // 8
 
 @pytest.fixture(scope="module")
 def cost():
-    return experiment("exp2_cost_per_token")
+    return load_experiment("07", "exp2_cost_per_token")
 
 
 @pytest.fixture(scope="module")
 def memory():
-    return experiment("exp3_cache_memory")
+    return load_experiment("07", "exp3_cache_memory")
 
 
 def minimind2_bytes(kv_heads=None, dtype_bytes=FLOAT32):
@@ -141,18 +133,18 @@ def test_cost_exponents_and_script_defaults_in_guide(cost):
 
 
 def test_experiment_defaults_named_in_guide_and_notebook():
-    exp1 = experiment("exp1_cached_equals_recompute")
+    exp1 = load_experiment("07", "exp1_cached_equals_recompute")
     new, batch = default_of(exp1, "new"), default_of(exp1, "batch")
     assert f"greedy decoding of {new} tokens for a batch of {batch} prompts" in GUIDE_FLAT
     assert f"over {new} tokens" in notebook_markdown()
     assert len(exp1.LAYOUTS) == 4
-    exp5 = experiment("exp5_pitfalls")
+    exp5 = load_experiment("07", "exp5_pitfalls")
     assert f"most of the {default_of(exp5, 'new')} generated tokens" in GUIDE_FLAT
 
 
 def test_guide_cached_logit_error_is_about_1e_5():
     """'logits agree to about 1e-5': the order of magnitude exp1 measures, on one of its layouts."""
-    exp1 = experiment("exp1_cached_equals_recompute")
+    exp1 = load_experiment("07", "exp1_cached_equals_recompute")
     config = mm.MiniMindConfig(hidden_size=128, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                                vocab_size=256, max_position_embeddings=256)
     model = exp1.random_minimind(config, seed=0)
@@ -168,7 +160,7 @@ def test_guide_cached_logit_error_is_about_1e_5():
 
 
 def test_growth_numbers_in_guide_notebook_and_quiz():
-    exp4 = experiment("exp4_cache_growth")
+    exp4 = load_experiment("07", "exp4_cache_growth")
     n = default_of(exp4, "steps")
     ratio = (n + 1) / 2
     assert f"bytes written to cache {n} tokens" in GUIDE_FLAT and f"`torch.cat` writes {ratio:g} times more" in GUIDE_FLAT

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import torch
 
 import minimind_ref as mm
-
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "02_qkv"
+from experiment_scripts import load_experiment
 
 
 def experiment(stem: str):
-    """Import one of module 02's experiment scripts as a module (they are scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(f"module02_{stem}", EXPERIMENTS / f"{stem}.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+    """One of module 02's experiment scripts as a module (test_02_qkv_tasks.py and
+    test_facts_02_qkv.py load theirs through this too)."""
+    return load_experiment("02", stem)
 
 
 def _k_proj_width() -> int:

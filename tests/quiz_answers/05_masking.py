@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
+from experiment_scripts import load_experiment
 from minimind_ref.masks import sliding_window_mask
 
 
@@ -45,10 +43,7 @@ def _float16_overflow_score() -> float:
 
 def _unmasked_floor() -> float:
     """The floor as exp3_training_without_mask computes it from its own sizes."""
-    path = Path(__file__).resolve().parents[2] / "experiments" / "05_masking" / "exp3_training_without_mask.py"
-    spec = importlib.util.spec_from_file_location("exp3_training_without_mask", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_experiment("05", "exp3_training_without_mask")
     assert (script.LENGTH, script.VOCAB) == (16, 16), "the question describes 16 tokens from a vocabulary of 16"
     return script.cheating_floor()
 
