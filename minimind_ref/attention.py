@@ -42,13 +42,14 @@ def scaled_dot_product_attention(
     enable_gqa: bool = False,
     return_weights: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Attention written out, with torch's argument names. q: [B, H, T, D]; k, v: [B, H_kv, S, D].
+    """Attention written out, with torch's argument names. q: [B, H, T, D]; k: [B, H_kv, S, D];
+    v: [B, H_kv, S, D_v], where D_v may differ from D (as in DeepSeek's MLA; torch allows it too).
 
     attn_mask: bool (True = may attend) or float (added to the scores), broadcastable to
     [B, H, T, S]. is_causal: hide the future, aligned to the bottom right when T < S (query i is
     the token at position S - T + i; torch's own `is_causal` aligns to the top left). It may be
     combined with a bool attn_mask. enable_gqa: allow H_kv < H, each KV head serving H / H_kv
-    query heads. Returns the output [B, H, T, D], and the weights [B, H, T, S] if asked.
+    query heads. Returns the output [B, H, T, D_v], and the weights [B, H, T, S] if asked.
     """
     _check_qkv(q, k, v, enable_gqa)
     batch, heads, query_len, head_dim = q.shape
@@ -72,7 +73,7 @@ def scaled_dot_product_attention(
         weights = weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
-    output = weights @ v  # [B, H, T, D]: each query's weighted average of the values
+    output = weights @ v  # [B, H, T, D_v]: each query's weighted average of the values
     return (output, weights) if return_weights else output
 
 
@@ -80,8 +81,10 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, enable_gqa: bo
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.dim() != 4:
             raise ValueError(f"attention expects {name} as [batch, heads, seq, head_dim], got shape {tuple(t.shape)}.")
-    if k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}.")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(
+            f"k and v must agree on batch, heads and length (one value per key), got k "
+            f"{tuple(k.shape)} and v {tuple(v.shape)}; only their last dimension may differ.")
     if q.shape[0] != k.shape[0] or q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3).")

@@ -31,22 +31,26 @@ def close(a, b, atol=ATOL):
     return torch.allclose(a, b, atol=atol, rtol=0.0)
 
 
+def assert_both_paths_give(expected, q, k, v, **kwargs):
+    """The explicit path and the fused wrapper, given the same arguments, both return `expected`."""
+    assert close(mm.scaled_dot_product_attention(q, k, v, **kwargs), expected), "explicit path"
+    assert close(mm.fused_attention(q, k, v, **kwargs), expected), "fused wrapper"
+
+
 # -- forward: equal to torch ---------------------------------------------------------------------
 
 def test_no_mask_equals_torch():
     torch.manual_seed(0)
     q, k, v = qkv(query_len=5, key_len=7)
     expected = F.scaled_dot_product_attention(q, k, v)
-    assert close(mm.scaled_dot_product_attention(q, k, v), expected)
-    assert close(mm.fused_attention(q, k, v), expected)
+    assert_both_paths_give(expected, q, k, v)
 
 
 def test_causal_square_equals_torch_is_causal():
     torch.manual_seed(0)
     q, k, v = qkv(query_len=6)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    assert close(mm.scaled_dot_product_attention(q, k, v, is_causal=True), expected)
-    assert close(mm.fused_attention(q, k, v, is_causal=True), expected)
+    assert_both_paths_give(expected, q, k, v, is_causal=True)
     # and it is not the unmasked result (the mask does something)
     assert not close(expected, F.scaled_dot_product_attention(q, k, v), atol=1e-3)
 
@@ -57,8 +61,7 @@ def test_bool_mask_equals_torch():
     mask = torch.rand(2, 1, 4, 6) > 0.4
     mask[..., 0] = True  # every row sees something
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    assert close(mm.scaled_dot_product_attention(q, k, v, attn_mask=mask), expected)
-    assert close(mm.fused_attention(q, k, v, attn_mask=mask), expected)
+    assert_both_paths_give(expected, q, k, v, attn_mask=mask)
 
 
 def test_float_additive_mask_equals_torch():
@@ -77,8 +80,7 @@ def test_bool_mask_combined_with_causal_equals_torch_given_both():
     pad[1, ..., :2] = False  # sequence 1 is left-padded by 2: its first two queries see nothing
     both = pad & torch.ones(5, 5, dtype=torch.bool).tril()
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=both)
-    assert close(mm.scaled_dot_product_attention(q, k, v, attn_mask=pad, is_causal=True), expected)
-    assert close(mm.fused_attention(q, k, v, attn_mask=pad, is_causal=True), expected)
+    assert_both_paths_give(expected, q, k, v, attn_mask=pad, is_causal=True)
 
 
 @pytest.mark.parametrize("kv_heads", [1, 2], ids=["mqa", "gqa"])
@@ -108,8 +110,7 @@ def test_causal_with_fewer_queries_is_bottom_right(query_len, key_len):
     q, k, v = qkv(query_len=query_len, key_len=key_len)
     bottom_right = torch.ones(query_len, key_len, dtype=torch.bool).tril(key_len - query_len)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=bottom_right)
-    assert close(mm.scaled_dot_product_attention(q, k, v, is_causal=True), expected)
-    assert close(mm.fused_attention(q, k, v, is_causal=True), expected)
+    assert_both_paths_give(expected, q, k, v, is_causal=True)
 
 
 def test_torch_is_causal_is_top_left_so_it_differs_for_fewer_queries():
@@ -239,10 +240,27 @@ def test_refuses_3d_inputs():
         mm.scaled_dot_product_attention(q, q, q)
 
 
-def test_refuses_k_v_shape_mismatch():
+def test_refuses_k_v_length_mismatch():
     q, k, v = qkv(query_len=4, key_len=6)
-    with pytest.raises(ValueError, match=r"k and v must have the same shape"):
+    with pytest.raises(ValueError, match=r"k and v must agree on batch, heads and length"):
         mm.scaled_dot_product_attention(q, k, v[:, :, :5])
+
+
+def test_value_width_may_differ_from_key_width_as_in_torch():
+    # MLA (module 04) attends with 192-wide queries and keys but 128-wide values; torch allows it.
+    torch.manual_seed(0)
+    q, k, _ = qkv(heads=4, kv_heads=2, query_len=5, key_len=7, dim=12)
+    v = torch.randn(2, 2, 7, 8)
+    mask = torch.rand(2, 1, 5, 7) > 0.3
+    mask[..., -1] = True  # every query sees at least one key
+    for kwargs in (dict(is_causal=True), dict(attn_mask=mask)):
+        out = mm.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kwargs)
+        assert out.shape == (2, 4, 5, 8)
+        if "attn_mask" in kwargs:
+            expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        else:  # T < S: build the bottom-right causal mask, as torch's is_causal is top-left
+            expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mm.causal_mask(5, 7), enable_gqa=True)
+        assert close(out, expected)
 
 
 def test_refuses_head_mismatch_without_enable_gqa():
