@@ -161,8 +161,22 @@ def test_the_checkpoint_loads_into_the_tiny_model(trained, report):
 
 
 def test_a_missing_checkpoint_says_how_to_make_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match="make train-tiny"):
+    with pytest.raises(FileNotFoundError, match="make train-tiny") as missing:
         tm.load_tiny_model(tmp_path / "nothing.safetensors")
+    assert "saved to minimind_ref/teaching/checkpoints/tiny_minimind.safetensors" in str(missing.value)
+
+
+def test_a_script_without_the_checkpoint_exits_2_with_that_message(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        tm.load_tiny_model_or_exit(tmp_path / "nothing.safetensors")
+    assert stop.value.code == 2
+    assert "make train-tiny" in capsys.readouterr().err
+
+
+def test_a_script_gets_the_same_model_as_load_tiny_model(trained):
+    model, tokenizer = tm.load_tiny_model_or_exit()
+    assert not model.training and type(tokenizer) is type(trained[1])
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), trained[0].state_dict().values()))
 
 
 def test_it_learned_something(trained, report):

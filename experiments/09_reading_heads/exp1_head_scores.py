@@ -33,7 +33,7 @@ from minimind_ref.teaching.experiment import Experiment, print_table
 from minimind_ref.teaching.heatmaps import show_heatmaps
 from minimind_ref.teaching.tiny_heads import (attention_weights, first_token_scores, induction_scores,
                                               measure_head_scores, previous_token_scores, repeated_probe)
-from minimind_ref.teaching.tiny_model import load_tiny_model
+from minimind_ref.teaching.tiny_model import load_tiny_model_or_exit
 
 STRONG = 0.5  # a head "does" a pattern when its score is above this
 TIMES_EVEN = 5.0  # ... and at least this many times what an evenly spread head scores
@@ -60,11 +60,7 @@ def main(argv=None):
         print(f"--span must be in [2, 47] (distinct printable characters, 2n + 1 <= 256 positions) and "
               f"--count at least 1; got span={args.span}, count={args.count}.", file=sys.stderr)
         return 2
-    try:
-        model, tokenizer = load_tiny_model()
-    except FileNotFoundError as error:
-        print(error, file=sys.stderr)
-        return 2
+    model, tokenizer = load_tiny_model_or_exit()  # a missing checkpoint: says how to make it, exits 2
     torch.set_num_threads(1)  # small matrices: one thread is fastest on a shared machine
 
     scores = measure_head_scores(model, seed=args.seed, count=args.count, span=args.span)

@@ -31,7 +31,7 @@ import torch
 from minimind_ref.teaching.experiment import Experiment, print_table
 from minimind_ref.teaching.tiny_data import PRINTABLE
 from minimind_ref.teaching.tiny_heads import ablated, measure_head_scores, repeat_loss, repeated_probe
-from minimind_ref.teaching.tiny_model import load_tiny_model
+from minimind_ref.teaching.tiny_model import load_tiny_model_or_exit
 
 GUESSING = math.log(len(PRINTABLE))  # the loss of an even guess among the printable characters
 BROKEN = 0.5 * GUESSING  # copying is broken: the loss is above half of guessing
@@ -52,11 +52,7 @@ def main(argv=None):
         print(f"--span must be in [3, 47] and --count at least 1; got span={args.span}, count={args.count}.",
               file=sys.stderr)
         return 2
-    try:
-        model, _ = load_tiny_model()
-    except FileNotFoundError as error:
-        print(error, file=sys.stderr)
-        return 2
+    model, _ = load_tiny_model_or_exit()  # a missing checkpoint: says how to make it, exits 2
     torch.set_num_threads(1)  # small matrices: one thread is fastest on a shared machine
 
     scores = measure_head_scores(model, seed=args.seed, span=args.span)

@@ -27,7 +27,7 @@ from minimind_ref.teaching.experiment import Experiment, print_table
 from minimind_ref.teaching.heatmaps import show_heatmaps
 from minimind_ref.teaching.tiny_heads import (attention_weights, first_token_scores, measure_head_scores,
                                               repeated_probe, text_probe)
-from minimind_ref.teaching.tiny_model import load_tiny_model
+from minimind_ref.teaching.tiny_model import load_tiny_model_or_exit
 
 PARKS = 0.5  # a head "parks" when it puts more than half its weight on position 0
 IDLE = 0.4  # the induction heads, on average, put more than this on BOS in the first copy ...
@@ -47,11 +47,7 @@ def main(argv=None):
         print(f"--span must be in [2, 47], --count at least 1, --code-length in [3, 256]; got "
               f"{args.span}, {args.count}, {args.code_length}.", file=sys.stderr)
         return 2
-    try:
-        model, tokenizer = load_tiny_model()
-    except FileNotFoundError as error:
-        print(error, file=sys.stderr)
-        return 2
+    model, tokenizer = load_tiny_model_or_exit()  # a missing checkpoint: says how to make it, exits 2
     torch.set_num_threads(1)  # small matrices: one thread is fastest on a shared machine
 
     n = args.span

@@ -8,8 +8,9 @@ saved in the safetensors format (plain tensors and a text header: loading it run
     make train-tiny                  # train it, save the checkpoint, report what it learned
     make train-tiny ARGS=--check     # train it again; check the result equals the saved file, bit for bit
 
-    from minimind_ref.teaching.tiny_model import load_tiny_model
-    model, tokenizer = load_tiny_model()     # eval mode; FileNotFoundError says how to make it
+    from minimind_ref.teaching.tiny_model import load_tiny_model, load_tiny_model_or_exit
+    model, tokenizer = load_tiny_model()          # eval mode; FileNotFoundError says how to make it
+    model, tokenizer = load_tiny_model_or_exit()  # in a script: prints that message and exits 2 instead
 
 Training takes about three minutes on one CPU thread (2000 steps; the committed checkpoint's
 report, tiny_minimind.json, records the time it took).
@@ -199,11 +200,21 @@ def load_tiny_model(path: Path = CHECKPOINT) -> Tuple[MiniMindForCausalLM, ByteT
     return model.eval(), ByteTokenizer()
 
 
+def load_tiny_model_or_exit(path: Path = CHECKPOINT) -> Tuple[MiniMindForCausalLM, ByteTokenizer]:
+    """load_tiny_model() for a command-line script: when the checkpoint is missing, print the
+    message that says how to make it (no traceback) and exit with status 2, as for a bad argument."""
+    try:
+        return load_tiny_model(path)
+    except FileNotFoundError as error:
+        print(error, file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def _require(path: Path) -> None:
     if not Path(path).is_file():
         raise FileNotFoundError(
             f"The tiny trained MiniMind is missing ({path}). Make it with `make train-tiny` "
-            f"(a few minutes on a CPU); it is saved to {CHECKPOINT.relative_to(CHECKPOINT.parents[2])}.")
+            f"(a few minutes on a CPU); it is saved to {CHECKPOINT.relative_to(CHECKPOINT.parents[3])}.")
 
 
 def sha256_of(path: Path) -> str:
