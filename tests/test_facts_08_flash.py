@@ -14,16 +14,14 @@ import functools
 import importlib.util
 import math
 import re
-import weakref
 from pathlib import Path
 
 import nbformat
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 import minimind_ref as mm
 from minimind_ref.flash import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, key_tiles
+from minimind_ref.teaching.memory import TensorMemory
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = (ROOT / "modules" / "08_flash" / "README.md").read_text()
@@ -99,40 +97,10 @@ def test_paper_ratios_quoted_in_prose():
 
 # -- memory ---------------------------------------------------------------------------------------
 
-class TensorMemory(TorchDispatchMode):
-    """Peak bytes of tensors created inside the block (the same tracker as exp2 and the notebook)."""
-
-    def __init__(self, *existing):
-        super().__init__()
-        self.old = {t.untyped_storage().data_ptr() for t in existing}
-        self.alive, self.now, self.peak, self.largest = {}, 0, 0, 0
-
-    def _release(self, address):
-        self.alive[address][0] -= 1
-        if self.alive[address][0] == 0:
-            self.now -= self.alive.pop(address)[1]
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        inputs = {id(a) for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and id(t) not in inputs:
-                address = t.untyped_storage().data_ptr()
-                if address in self.old:
-                    continue
-                if address not in self.alive:
-                    self.alive[address] = [0, t.untyped_storage().nbytes()]
-                    self.now += t.untyped_storage().nbytes()
-                    self.peak = max(self.peak, self.now)
-                    self.largest = max(self.largest, t.untyped_storage().nbytes())
-                self.alive[address][0] += 1
-                weakref.finalize(t, self._release, address)
-        return out
-
-
 def peak(fn, length):
+    """TensorMemory (as in exp2 and the notebook) of one call of fn on random q, k, v [1, H, length, D]."""
     q, k, v = (torch.randn(1, HEADS, length, HEAD_DIM) for _ in range(3))
-    with TensorMemory(q, k, v) as memory:
+    with TensorMemory() as memory:
         fn(q, k, v)
     return memory
 

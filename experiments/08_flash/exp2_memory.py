@@ -4,13 +4,14 @@ quadratically.
 
 For causal attention with B=1, H=8, D=64 in float32 and T = S from 256 up, the script runs
 explicit attention (minimind_ref.scaled_dot_product_attention), flash_attention and torch's SDPA,
-and records every tensor each one creates while it runs (a TorchDispatchMode sees each torch op's
-outputs): the peak of their total size while alive at once, and the largest single tensor. The
-inputs q, k, v are not counted; the output is. Explicit attention creates several [H, T, T]
-tensors (scores, masked scores, weights), so its peak quadruples when T doubles. flash_attention
-creates one score tile of fixed size plus tensors of size O(T): its peak at most doubles. SDPA
-does all its work inside one C++ kernel, whose scratch buffers this tracker cannot see (only its
-output shows); `make bench` measures all three as the operating system sees them.
+and records every tensor each one creates while it runs (minimind_ref.teaching.memory's
+TensorMemory, a TorchDispatchMode that sees each torch op's outputs): the peak of their total size
+while alive at once, and the largest single tensor. The inputs q, k, v are not counted; the output
+is. Explicit attention creates several [H, T, T] tensors (scores, masked scores, weights), so its
+peak quadruples when T doubles. flash_attention creates one score tile of fixed size plus tensors
+of size O(T): its peak at most doubles. SDPA does all its work inside one C++ kernel, whose scratch
+buffers this tracker cannot see (only its output shows); `make bench` measures all three as the
+operating system sees them.
 
 Why it matters: at T = 8192 one float32 score matrix of MiniMind2's 8 heads is 2 GiB per layer and
 per sequence, and training keeps it for the backward pass; FlashAttention never builds it.
@@ -18,16 +19,13 @@ per sequence, and training keeps it for the backward pass; FlashAttention never 
 
 from __future__ import annotations
 
-import weakref
-
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 import minimind_ref as mm
 from minimind_ref.teaching.experiment import Experiment, print_table
+from minimind_ref.teaching.memory import TensorMemory
 
 HEADS, HEAD_DIM = 8, 64
 CONTENDERS = {
@@ -42,45 +40,8 @@ def add_arguments(parser):
                         help="sequence lengths T = S, doubling (default 256 512 1024 2048)")
 
 
-class TensorMemory(TorchDispatchMode):
-    """Tracks the tensors created inside a `with` block: `peak` bytes alive at once and the
-    `largest` single tensor's bytes. Tensors that existed before (the inputs) are not counted."""
-
-    def __init__(self, *existing: torch.Tensor):
-        super().__init__()
-        self.old = {t.untyped_storage().data_ptr() for t in existing}
-        self.alive = {}  # storage address -> [tensors using it, bytes]
-        self.now = self.peak = self.largest = 0
-
-    def _release(self, address):
-        entry = self.alive[address]
-        entry[0] -= 1
-        if entry[0] == 0:
-            self.now -= entry[1]
-            del self.alive[address]
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        inputs = {id(a) for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
-        for t in tree_flatten(out)[0]:
-            if not isinstance(t, torch.Tensor) or id(t) in inputs:
-                continue  # an in-place op returns its input: nothing new
-            storage = t.untyped_storage()
-            address = storage.data_ptr()
-            if address in self.old:
-                continue  # a view of an input
-            if address not in self.alive:
-                self.alive[address] = [0, storage.nbytes()]
-                self.now += storage.nbytes()
-                self.peak = max(self.peak, self.now)
-                self.largest = max(self.largest, storage.nbytes())
-            self.alive[address][0] += 1
-            weakref.finalize(t, self._release, address)
-        return out
-
-
 def measure(name, q, k, v):
-    with TensorMemory(q, k, v) as memory:
+    with TensorMemory() as memory:
         out = CONTENDERS[name](q, k, v)
     return out, memory.peak, memory.largest
 

@@ -11,6 +11,7 @@ answers at once and runs where only the pinned environment is installed: anythin
                       student, slides NN}
     experiment.py     what every experiment script shares: flags, seeding, claims, saved figures
     heatmaps.py       show_heatmaps: one attention map or a grid, token labels, one colour scale
+    memory.py         TensorMemory: peak bytes of the tensors a block of torch code creates (module 08)
     checks.py         check(...): an exercise's verdict, right or "not yet" and why
     quiz.py           the quizzes' public names in one import; `python -m` it to check quiz files
     quiz_model.py     a quiz's data model, grading and typed answers, shared by every front end
