@@ -11,7 +11,6 @@ them is.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ import torch
 import minimind_ref as mm
 from minimind_ref.flash import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, key_tiles
 from minimind_ref.teaching.memory import TensorMemory
+from experiment_scripts import load_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = (ROOT / "modules" / "08_flash" / "README.md").read_text()
@@ -38,13 +38,9 @@ def markdown_of(notebook: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def load_experiment(name: str):
-    """One of this module's experiment scripts, imported under a name no other module's script has."""
-    path = ROOT / "experiments" / "08_flash" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"experiments_08_flash_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def experiment(name: str):
+    """One of this module's experiment scripts, loaded once for this file."""
+    return load_experiment("08", name)
 
 
 # -- the IO counts of Algorithms 0 and 1 --------------------------------------------------------
@@ -63,7 +59,7 @@ LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 
 
 def test_io_counts_in_the_guide_and_the_notebook():
-    exp4 = load_experiment("exp4_io_counts")
+    exp4 = experiment("exp4_io_counts")
     assert exp4.standard_accesses(1024, 64) == standard_accesses(1024, 64)
     assert exp4.flash_accesses(1024, 64, SRAM) == flash_accesses(1024, 64, SRAM)
     assert exp4.HBM_BYTES_PER_S == 1.5e12 and exp4.MATMUL_FLOPS_PER_S == 312e12
@@ -129,7 +125,7 @@ def test_memory_numbers():
 @functools.lru_cache(maxsize=None)
 def flop_ratio(length=1024):
     """flash_attention's matrix-multiply FLOPs over explicit attention's, forward + backward (exp3)."""
-    exp3 = load_experiment("exp3_recomputation")
+    exp3 = experiment("exp3_recomputation")
     q, k, v = (torch.randn(1, HEADS, length, HEAD_DIM, requires_grad=True) for _ in range(3))
     grad = torch.randn(1, HEADS, length, HEAD_DIM)
     _, explicit_flops = exp3.gradients_and_flops("explicit", q, k, v, grad)
@@ -227,7 +223,7 @@ def test_defaults_and_settings_quoted_in_prose():
     defaults = {}
     for name in ("exp1_online_softmax", "exp2_memory", "exp3_recomputation", "exp4_io_counts"):
         parser = argparse.ArgumentParser()
-        load_experiment(name).add_arguments(parser)
+        experiment(name).add_arguments(parser)
         defaults[name] = vars(parser.parse_args([]))
     assert defaults["exp1_online_softmax"]["keys"] == 1000
     assert "one row of 1000 scores" in guide and "for tile sizes from 1 to 1000" in guide
