@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 import minimind_ref as mm
+from minimind_ref.mla import DEEPSEEK_V2, LatentCache
 
 
 def _kv_head_of_query(query_head: int = 6) -> int:
@@ -41,6 +42,19 @@ def _repeat_bytes() -> int:
     return mm.repeat_kv(k, 4).untyped_storage().nbytes()
 
 
+def _mla_cache_numbers(tokens: int = 3) -> float:
+    """Numbers per token in one layer's LatentCache at DeepSeek-V2's sizes (float32: 4 bytes each)."""
+    config = DEEPSEEK_V2.replace(num_hidden_layers=1)
+    cache = LatentCache(config, batch_size=1)
+    cache.update(0, torch.zeros(1, tokens, config.kv_lora_rank), torch.zeros(1, 1, tokens, config.qk_rope_head_dim))
+    return cache.nbytes() / tokens / 4
+
+
+def _mla_gqa_groups() -> float:
+    """The groups g at which GQA's 2 g d_h numbers per token and layer equal MLA's cache."""
+    return _mla_cache_numbers() / (2 * DEEPSEEK_V2.qk_nope_head_dim)
+
+
 ANSWERS = {
     "kv-head-of-query": _kv_head_of_query,
     "attn-params-gqa": _attention_params,
@@ -48,4 +62,6 @@ ANSWERS = {
     "cache-per-token-bf16": lambda: cache_bytes_per_token(mm.MiniMindConfig().num_key_value_heads, torch.bfloat16),
     "mha-cache-mib": lambda: cache_bytes_per_token(8, torch.bfloat16) * 8192 / 2 ** 20,
     "repeat-bytes": _repeat_bytes,
+    "mla-cache-numbers": _mla_cache_numbers,
+    "mla-gqa-groups": _mla_gqa_groups,
 }
