@@ -7,6 +7,7 @@ Each concept lives in its own file, named after it, and each file says which mod
     feedforward.py  the SwiGLU feed-forward network
     rope.py         rotary position embeddings, with YaRN scaling       (module 06)
     gqa.py          repeat_kv: shared key/value heads                   (module 04)
+    mla.py          multi-head latent attention, for comparison         (module 04; not in MiniMind)
     masks.py        causal, padding and sliding-window masks            (module 05)
     attention.py    explicit and fused attention, the Attention layer   (modules 01-05)
     flash.py        FlashAttention: exact attention by tiles            (module 08)
