@@ -16,11 +16,13 @@ full size and reads the peak (VmHWM in /proc/self/status on Linux, else
 one call needed on top of the inputs: the output and every intermediate buffer, as the operating
 system saw them, inside fused C++ kernels too.
 
-Threads: on a machine shared with other programs, OpenMP threads that spin while they wait for
-work take the cores from the threads that have work, and a loop of many torch calls, each of
-which waits for all threads, pays that at every call. This benchmark therefore asks OpenMP to let
-waiting threads sleep (OMP_WAIT_POLICY=PASSIVE) unless OMP_WAIT_POLICY is already set; it applies
-to all three contenders alike. On a quiet machine the policy makes little difference.
+Threads: flash_attention is a loop of many torch calls, and each call waits for all of torch's
+threads, so OpenMP's wait policy shows in its time and hardly in a single fused kernel's. The
+default (a waiting thread spins a while, then sleeps) is the fastest on a quiet machine, where these
+numbers should be taken. On a machine busy with other programs, spinning threads take the cores
+from the threads with work and the loop slows down many times; there, running with
+OMP_WAIT_POLICY=PASSIVE in the environment helps, and on a quiet machine it costs a system call per
+wake-up instead. The policy in effect is printed with the results.
 
     python benchmarks/bench_flash.py            # the real measurement (about a minute)
     python benchmarks/bench_flash.py --quick    # tiny sizes: checks that the benchmark runs
@@ -28,22 +30,18 @@ to all three contenders alike. On a quiet machine the policy makes little differ
 
 from __future__ import annotations
 
+import argparse
 import os
+import resource
+import subprocess
+import sys
 
-# Before torch loads its OpenMP runtime, which reads this once (see the docstring).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch
+import torch.nn.functional as F
 
-import argparse  # noqa: E402
-import resource  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
+from harness import Target, fix_threads, interleaved_medians, report
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from harness import Target, fix_threads, interleaved_medians, report  # noqa: E402
-
-import minimind_ref as mm  # noqa: E402
+import minimind_ref as mm
 
 HEADS, HEAD_DIM = 8, 64
 CONTENDERS = {
@@ -127,7 +125,8 @@ def machine_load_note(threads: int) -> str | None:
         return None
     return (f"Note: the machine is busy (load average {load:.1f} on {cores} cores). flash_attention runs "
             f"hundreds of torch calls, each of which waits for all {threads} threads, where SDPA is one "
-            f"fused call: when other programs hold the cores, the ratios favour SDPA. Rerun on a quiet machine.")
+            f"fused call: when other programs hold the cores, the ratios favour SDPA. Rerun on a quiet machine, "
+            f"or with OMP_WAIT_POLICY=PASSIVE in the environment (waiting threads then sleep).")
 
 
 def main(argv=None) -> int:
@@ -153,7 +152,7 @@ def main(argv=None) -> int:
     seconds = interleaved_medians({name: (lambda fn=fn: fn(q, k, v)) for name, fn in CONTENDERS.items()},
                                   args.rounds)
     print(f"Causal attention forward, B=1, H={HEADS}, D={HEAD_DIM}, T={args.seq}, float32, "
-          f"{args.threads} threads (OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}), "
+          f"{args.threads} threads (OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}), "
           f"median of {args.rounds} interleaved rounds:")
     for name, secs in seconds.items():
         print(f"  {name:16s} {secs * 1e3:9.1f} ms")
