@@ -13,7 +13,6 @@ fails here.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import nbformat
@@ -22,6 +21,7 @@ import torch
 import minimind_ref as mm
 from minimind_ref.mla import DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention
 from minimind_ref.teaching.quiz import load_quiz
+from experiment_scripts import load_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "modules" / "04_gqa" / "README.md"
@@ -152,9 +152,7 @@ def test_quiz_numbers():
 
 
 def script_defaults():
-    spec = importlib.util.spec_from_file_location("gqa_exp5_mla", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("04", "exp5_mla")
     parser = argparse.ArgumentParser()
     module.add_arguments(parser)
     return parser.parse_args([]), module
