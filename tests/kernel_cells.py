@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
+
+from minimind_ref.teaching.notebook_runner import execute_notebook
 
 
 def run_cells(sources: list[str], folder: Path) -> list:
     """Execute `sources` as consecutive cells of one notebook (kernel python3, started in
     `folder`) and return the executed cells, outputs included."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    NotebookClient(notebook, kernel_name="python3", timeout=120,
-                   resources={"metadata": {"path": str(folder)}}).execute()
-    return notebook.cells
+    return execute_notebook(notebook, folder).cells

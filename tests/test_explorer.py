@@ -13,7 +13,7 @@ import nbformat  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
+from minimind_ref.teaching.notebook_runner import execute_notebook  # noqa: E402
 
 import minimind_ref as mm  # noqa: E402
 from minimind_ref.teaching.explorer import explore, top_keys  # noqa: E402
@@ -132,8 +132,7 @@ explorer.head.value = 1
 explorer
 """
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
-    NotebookClient(notebook, kernel_name="python3", timeout=120,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    execute_notebook(notebook, tmp_path)
     (cell,) = notebook.cells
     assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
     assert not [o for o in cell.outputs if "image/png" in o.get("data", {})], "the figure goes in the widget only"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from minimind_ref.teaching.notebook_runner import execute_notebook
 
 from minimind_ref.teaching.checks import STRICT_ENV
 from minimind_ref.teaching.student import (BEGIN, END, PLACEHOLDER, StudentCopyError, strip_solution,
@@ -77,8 +77,7 @@ def test_student_copy_runs_top_to_bottom_and_every_check_says_not_yet(path, tmp_
     monkeypatch.delenv(STRICT_ENV, raising=False)  # a learner's kernel: a failing check prints, never raises
     (written,) = write_student_copies([path], tmp_path)
     notebook = nbformat.read(written.path, as_version=4)
-    NotebookClient(notebook, kernel_name="python3", timeout=300,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    execute_notebook(notebook, path.parent)
     for i, cell in enumerate(notebook.cells):
         if "exercise" in cell.metadata.get("tags", []):
             printed = "".join(out.get("text", "") for out in notebook.cells[i + 1].outputs)
