@@ -22,14 +22,14 @@ M ?=
 ARGS ?=
 FORCE ?=
 
-.PHONY: help setup lab test list exp experiments quiz notebooks student slides bench train-tiny clean distclean
+.PHONY: help setup lab test list exp experiments quiz notebooks portability student slides bench train-tiny clean distclean
 
 help: ## list the targets (the default)
 	@echo "Attention Lab. Usage: make TARGET [M=NN] [ARGS=...]"
 	@echo
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(SELF)
 	@echo
-	@echo "M=NN picks a module (3 or 03); ARGS=... goes to pytest (test) or the benchmarks (bench)."
+	@echo "M=NN picks a module (3 or 03); ARGS=... goes to pytest (test), the benchmarks (bench) or portability."
 
 setup: $(STAMP) ## create .venv and install the pinned requirements and minimind_ref (editable)
 	@:
@@ -81,6 +81,11 @@ notebooks: ## re-execute notebooks in place to refresh stored outputs (all, or M
 	@$(CHECK) notebooks $(if $(M),"$(M)")
 	@$(MAKE) --no-print-directory setup
 	@$(CLI) notebooks $(if $(M),"$(M)")
+
+portability: ## run notebooks as other machines would; list stored outputs that would change (all, or M=03)
+	@$(CHECK) portability $(if $(M),"$(M)")
+	@$(MAKE) --no-print-directory setup
+	@$(CLI) portability $(if $(M),"$(M)") $(ARGS)
 
 student: setup ## write student copies of the notebooks, solutions removed (outputs/student/; FORCE=1 overwrites edits)
 	@$(CLI) student $(if $(FORCE),--force)

@@ -263,7 +263,7 @@ def test_make_help_is_the_default_and_every_listed_target_exists():
     assert default.returncode == 0 and default.stdout == helped.stdout
     targets = re.findall(r"^  ([a-z][a-z-]*) ", helped.stdout, flags=re.M)
     expected = {"help", "setup", "lab", "test", "list", "exp", "experiments", "quiz", "notebooks",
-                "student", "slides", "bench", "clean", "distclean"}
+                "portability", "student", "slides", "bench", "clean", "distclean"}
     assert expected <= set(targets)
     for target in targets:  # -n: print the commands without running them
         result = _make(REPO, "-n", target, "M=01")

@@ -7,6 +7,7 @@
     python -m minimind_ref.teaching notebooks [03]   re-execute notebooks, storing fresh outputs
     python -m minimind_ref.teaching student [--force] student copies, solutions removed
     python -m minimind_ref.teaching slides 03        module 03's notebook as offline slides
+    python -m minimind_ref.teaching portability [03] notebooks run as other machines would: what changes
 
 Exit status: 0 when all went well, 1 when a script or notebook failed, 2 for a mistake the
 learner can fix (unknown module, a part not written yet, a malformed quiz file), printed without a
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from minimind_ref.teaching.catalog import CourseError, all_modules, check, find_course_root
+from minimind_ref.teaching.portability import ENVIRONMENTS
 from minimind_ref.teaching.quiz import QuizError, load_quiz, run_terminal_quiz
 
 
@@ -103,14 +105,13 @@ def _execute_notebook(path: Path) -> None:
     The file is written only when every cell ran, so a failure leaves the stored outputs as they were.
     """
     import nbformat
-    from nbclient import NotebookClient
+
+    from minimind_ref.teaching.notebook_runner import execute_notebook
 
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:  # timestamps of earlier runs: noise in every diff
         cell.metadata.pop("execution", None)
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    execute_notebook(notebook, path.parent)
     nbformat.write(notebook, path)
 
 
@@ -137,6 +138,23 @@ def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
             ok = False
         results.append((name, ok, time.perf_counter() - start))
     return _summary(results)
+
+
+def cmd_portability(args: argparse.Namespace, root: Path) -> int:
+    """Execute one notebook, or all, under stand-ins for other machines; list the outputs that change."""
+    from minimind_ref.teaching.portability import machines_from, report, run_on
+
+    module = check("portability", args.module, root)
+    paths = [module.notebook] if module is not None else [m.notebook for m in all_modules(root) if m.notebook]
+    machines = machines_from(args.machines, args.noise_seeds)
+    status = 0
+    for path in paths:
+        runs = []
+        for machine in machines:
+            print(f"=== {path.relative_to(root).as_posix()} on {machine}", flush=True)
+            runs.append(run_on(path, machine, args.cell_timeout))
+        status |= report(path, runs, root)
+    return status
 
 
 def cmd_student(args: argparse.Namespace, root: Path) -> int:
@@ -201,7 +219,30 @@ def _parser() -> argparse.ArgumentParser:
     slides = commands.add_parser("slides", help="a module's notebook as offline reveal.js slides (outputs/slides/)")
     slides.add_argument("module", help="module number, e.g. 03 or 3")
     slides.set_defaults(run=cmd_slides)
+    portability = commands.add_parser(
+        "portability", help="run notebooks as other machines would and list the stored outputs that change")
+    portability.add_argument("module", nargs="?", default="", help="module number (default: all)")
+    portability.add_argument("--machines", nargs="*", default=[], choices=sorted(ENVIRONMENTS),
+                             help="environment stand-ins to run (default: all of them)")
+    portability.add_argument("--noise-seeds", type=_count(0, 16), default=1, metavar="N",
+                             help="also run N machines with last-bit noise, seeds 1..N (default 1; 0-16)")
+    portability.add_argument("--cell-timeout", type=_count(10, 3600), default=300, metavar="S",
+                             help="seconds a cell may run before the run stops (default 300)")
+    portability.set_defaults(run=cmd_portability)
     return parser
+
+
+def _count(low: int, high: int):
+    """An argparse type: an int within [low, high], else a usage error naming the range."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 # number -> (slug, title). The slug names the module everywhere: modules/, notebooks/, experiments/,
-# quizzes/ (see CURRICULUM.md, "Layout").
+# quizzes/ (see CONTRIBUTING.md, "A module").
 PLANNED_MODULES: Dict[str, Tuple[str, str]] = {
     "01": ("attention_basics", "Attention basics"),
     "02": ("qkv", "Queries, keys and values"),
@@ -202,7 +202,7 @@ def _has_part(module: Module, target: str) -> bool:
         return bool(module.experiments)
     if target == "quiz":
         return module.quiz is not None
-    if target in ("notebooks", "slides"):
+    if target in ("notebooks", "slides", "portability"):
         return module.notebook is not None
     return module.on_disk
 
@@ -263,16 +263,18 @@ def quiz_path(module: Module) -> Path:
 
 # What each make target needs from the module it is given.
 _REQUIREMENTS = {"exp": experiment_scripts, "quiz": quiz_path, "notebooks": notebook_path,
-                 "slides": notebook_path}
-_PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "notebooks", "slides": "notebooks"}
+                 "slides": notebook_path, "portability": notebook_path}
+_PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "notebooks", "slides": "notebooks",
+               "portability": "notebooks"}
+_ALL_WHEN_EMPTY = ("notebooks", "portability")  # targets where no number means every notebook
 
 
 def check(target: str, text: str, root: Path) -> Optional[Module]:
     """Everything `make TARGET M=text` needs, checked before any work: a module number (optional
-    for notebooks, where none means every notebook), a known module, and the part the target
-    uses."""
+    for notebooks and portability, where none means every notebook), a known module, and the part
+    the target uses."""
     if not text.strip():
-        if target == "notebooks":
+        if target in _ALL_WHEN_EMPTY:
             return None
         raise CourseError(
             f"make {target} needs a module number, as in: make {target} "
