@@ -6,7 +6,7 @@ enough to train on a laptop CPU in a few minutes, on data every machine has (see
 saved in the safetensors format (plain tensors and a text header: loading it runs no code).
 
     make train-tiny                  # train it, save the checkpoint, report what it learned
-    make train-tiny ARGS=--check     # train it again; check the result equals the saved file, bit for bit
+    make train-tiny ARGS=--check     # train it again and check the result is the committed model
 
     from minimind_ref.teaching.tiny_model import load_tiny_model, load_tiny_model_or_exit
     model, tokenizer = load_tiny_model()          # eval mode; FileNotFoundError says how to make it
@@ -15,15 +15,19 @@ saved in the safetensors format (plain tensors and a text header: loading it run
 Training takes about three minutes on one CPU thread (2000 steps; the committed checkpoint's
 report, tiny_minimind.json, records the time it took).
 
-Bit for bit: the weights depend on the recipe (sizes, steps, learning rate, seed), the training
-text (its SHA-256 is recorded), the torch version and the number of CPU threads, since a sum split
-across threads is rounded differently. Training therefore runs on exactly `THREADS` thread(s),
-whatever the machine has. Given those, the same bytes come out every time on the same kind of CPU
-(tests train twice at a reduced size and compare, and retrain the first PREFIX_STEPS steps of the
-real recipe and compare with the hash the report recorded; `--check` retrains the full model and
-compares it with the committed file). The safetensors header holds one key only: the format stores
-its keys in a hash map, so several keys would come out in a different order, and different bytes,
-from one save to the next.
+Reproducible, and how far: the weights depend on the recipe (sizes, steps, learning rate, seed),
+the training text (its SHA-256 is recorded), the number of CPU threads (a sum split across threads
+is rounded differently, so training runs on exactly `THREADS` thread(s) whatever the machine has),
+and the machine: the torch build, the CPU instruction set its kernels use, the BLAS library and its
+code path. The report records that machine's fingerprint (reproduction.py). On a machine with the
+same fingerprint the same bytes come out every time; on another, the last bits differ and training
+carries the difference forward, so the checks compare within bounds measured across machines
+instead, and say which check they applied. Tests retrain the first PREFIX_STEPS steps of the real
+recipe and compare them with the weights saved after those steps (`tiny_minimind.prefix.safetensors`);
+`--check` retrains the whole model and compares it with the committed file. Every fact the course
+states about the model is computed from the committed file, so it holds on any machine. The
+safetensors header holds one key only: the format stores its keys in a hash map, so several keys
+would come out in a different order, and different bytes, from one save to the next.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ import json
 import math
 import platform
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -45,6 +48,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import MiniMindConfig, MiniMindForCausalLM
+from .reproduction import Reproduction, compare, fingerprint_differences, machine_fingerprint, weight_distance
 from .tiny_data import (BOS, HELD_OUT_FILES, TRAIN_FILES, VOCAB_SIZE, ByteTokenizer, DataMix,
                         held_out_text, text_sha256, train_text)
 from .training import TrainingLog, train
@@ -56,7 +60,21 @@ REPORT = CHECKPOINT_DIR / "tiny_minimind.json"  # what the training measured: ti
 THREADS = 1  # training and evaluation threads: results depend on it (see the module docstring)
 TIED = "lm_head.weight"  # the same matrix as model.embed_tokens.weight: saved once, under that name
 METADATA_KEY = "attention_lab.tiny_minimind"  # the one key of the checkpoint's text header
-PREFIX_STEPS = 20  # the report records the weights' hash after this many steps, for a fast test
+PREFIX_STEPS = 20  # the weights after this many steps are saved too, for a fast reproduction test
+# A rebuild on another machine, measured on five: the one that made the committed checkpoint, and
+# on a second CPU natively, with ATen's portable kernels and MKL's common code path, with AVX2
+# kernels and MKL's AVX2 path, and with last-bit noise (portability.LastBitNoise):
+# - after the first PREFIX_STEPS steps the weights are within a relative distance of 1.1e-7
+#   (reproduction.weight_distance); the bound leaves a margin of about 100, and a changed seed,
+#   learning rate or data order moves them by 1e-3 to 1;
+# - after all 2000 steps it is another model: training amplifies the last-bit differences from
+#   about step 300 on, and any two machines' weights end 0.63 to 0.69 apart. It is the same kind
+#   of model, which is what a full rebuild elsewhere can check against the committed report: its
+#   held-out loss within HELD_OUT_BOUND (measured 1.627 to 1.670), layer 0's previous-token score
+#   within SCORE_BOUND (0.880 to 0.894), and as many induction heads or more (3 or 4, each above 0.85).
+PREFIX_WEIGHTS_RTOL = 1e-5
+HELD_OUT_BOUND = 0.1
+SCORE_BOUND = 0.05
 
 SAMPLE_PROMPTS = (  # greedy samples printed after training: code, and a span to continue by induction
     "    def __init__(self",
@@ -217,6 +235,11 @@ def _require(path: Path) -> None:
             f"(a few minutes on a CPU); it is saved to {CHECKPOINT.relative_to(CHECKPOINT.parents[3])}.")
 
 
+def prefix_path(checkpoint: Path) -> Path:
+    """Where the weights after the first PREFIX_STEPS steps are saved, beside the checkpoint."""
+    return Path(checkpoint).with_suffix(".prefix.safetensors")
+
+
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -256,7 +279,7 @@ def greedy_samples(model: MiniMindForCausalLM, tokenizer: ByteTokenizer, prompts
 
 
 def report(model: MiniMindForCausalLM, recipe: Recipe, log: Optional[TrainingLog], path: Path,
-           cpu_seconds: Optional[float], prefix_sha256: Optional[str]) -> dict:
+           cpu_seconds: Optional[float], prefix_log: Optional[TrainingLog]) -> dict:
     """Everything a learner (and the tests) want to know about a trained checkpoint."""
     from .tiny_heads import measure_head_scores, repeat_loss, repeated_probe
 
@@ -272,6 +295,7 @@ def report(model: MiniMindForCausalLM, recipe: Recipe, log: Optional[TrainingLog
         "parameters": parameter_count(model),
         "config": model.config.to_dict(),
         "recipe": asdict(recipe),
+        "made_on": machine_fingerprint(THREADS),
         "depends_on": {
             "text_sha256": text_sha256(),
             "train_files": list(TRAIN_FILES),
@@ -285,7 +309,9 @@ def report(model: MiniMindForCausalLM, recipe: Recipe, log: Optional[TrainingLog
             "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 1),
             "final_loss": round(log.final_loss(50), 4),
         },
-        "prefix_check": None if prefix_sha256 is None else {"steps": PREFIX_STEPS, "sha256": prefix_sha256},
+        "prefix_check": None if prefix_log is None else {
+            "steps": len(prefix_log.losses), "weights": prefix_path(path).name, "sha256": sha256_of(prefix_path(path)),
+            "losses": prefix_log.losses, "made_on": machine_fingerprint(THREADS)},
         "held_out_loss": round(held_out_loss(model, recipe.seq_len), 4),
         "chance_loss": round(math.log(VOCAB_SIZE), 4),
         "repeat_loss": round(spans, 4),
@@ -342,28 +368,88 @@ def _print_losses(log: TrainingLog, recipe: Recipe, rows: int = 10) -> None:
         print(f"  steps {start + 1:>5}-{start + len(chunk):<5} {sum(chunk) / len(chunk):.3f}")
 
 
-def _check(progress: bool) -> int:
-    """Retrain by the committed checkpoint's own recipe and compare the bytes with it."""
-    expected = CHECKPOINT
-    _require(expected)
-    saved = checkpoint_metadata(expected)
-    recipe = Recipe(**saved["recipe"])
-    print(f"Rebuilding {expected.name} by its recipe: {recipe}.")
-    if saved.get("text_sha256") != text_sha256():
-        print(f"Cannot rebuild bit for bit: this Python's standard-library text (sha256 {text_sha256()[:12]}...) "
-              f"is not the text the checkpoint was trained on ({saved.get('text_sha256', '?')[:12]}...).")
-        return 1
+def _text_differs(info: dict) -> Optional[Reproduction]:
+    """A rebuild is impossible when this Python's standard-library text is not the training text."""
+    if text_sha256() == info["depends_on"]["text_sha256"]:
+        return None
+    return Reproduction("none possible", "this Python's standard-library text is not the one the model was trained "
+                        f"on (sha256 {text_sha256()[:12]}... against {info['depends_on']['text_sha256'][:12]}...)", False)
+
+
+def reproduce_prefix(checkpoint: Path = CHECKPOINT) -> Reproduction:
+    """Retrain the first steps of the checkpoint's recipe (PREFIX_STEPS, or the whole warm-up if
+    shorter) and compare the weights with those saved after them: bit for bit on the machine that
+    saved them, within PREFIX_WEIGHTS_RTOL elsewhere."""
+    info = load_report(Path(checkpoint).with_suffix(".json"))
+    prefix = info["prefix_check"]
+    recipe = Recipe(**checkpoint_metadata(checkpoint)["recipe"])
+    _require(prefix_path(checkpoint))
+    impossible = _text_differs(info)
+    if impossible:
+        return impossible
+    model, log = train_tiny(recipe, steps=prefix["steps"])
+    return compare(checkpoint_bytes(model, recipe), _tensors(model), log.losses, prefix_path(checkpoint),
+                   prefix["losses"], prefix.get("made_on"), machine_fingerprint(THREADS), PREFIX_WEIGHTS_RTOL)
+
+
+def rebuild(checkpoint: Path = CHECKPOINT, progress: bool = False) -> Reproduction:
+    """Retrain the whole model by the checkpoint's recipe and compare (`make train-tiny ARGS=--check`).
+
+    On the machine the checkpoint was made on: the same bytes. Elsewhere the weights end far apart
+    (see HELD_OUT_BOUND's comment), so the check is that the recipe is the same, by its first steps
+    (reproduce_prefix), and that it trained the same kind of model."""
+    info = load_report(Path(checkpoint).with_suffix(".json"))
+    recipe = Recipe(**checkpoint_metadata(checkpoint)["recipe"])
+    here = machine_fingerprint(THREADS)
+    impossible = _text_differs(info)
+    if impossible:
+        return impossible
+    if not fingerprint_differences(info.get("made_on"), here):
+        model, log = train_tiny(recipe, progress=progress)
+        return compare(checkpoint_bytes(model, recipe), _tensors(model), log.losses, Path(checkpoint),
+                       info["prefix_check"]["losses"], info.get("made_on"), here, 0.0)
+    first_steps = reproduce_prefix(checkpoint)
     model, _ = train_tiny(recipe, progress=progress)
-    with tempfile.TemporaryDirectory() as folder:
-        rebuilt = save_checkpoint(model, recipe, Path(folder) / CHECKPOINT.name)
-    committed = sha256_of(expected)
-    if rebuilt == committed:
-        print(f"Rebuilt bit for bit: sha256 {rebuilt} matches {expected.name}.")
-        return 0
-    print(f"The rebuilt checkpoint differs from {expected.name}: sha256 {rebuilt} != {committed}.")
-    print(f"It was made with torch {saved.get('torch')} on {saved.get('threads')} thread(s); this is torch "
-          f"{torch.__version__}. Another torch version or CPU instruction set can round differently.")
-    return 1
+    return _same_kind(model, checkpoint, info, first_steps, fingerprint_differences(info.get("made_on"), here))
+
+
+def _same_kind(model: MiniMindForCausalLM, checkpoint: Path, info: dict, first_steps: Reproduction,
+               differences: List[str]) -> Reproduction:
+    """The checks a full rebuild on another machine can pass: the first steps reproduced, and a
+    model that learned what the committed one learned, by the committed report's own numbers
+    (HELD_OUT_BOUND's comment has the spreads measured across machines)."""
+    from .tiny_heads import measure_head_scores
+
+    with fixed_threads():
+        scores = measure_head_scores(model)
+    loss, committed_loss = held_out_loss(model), info["held_out_loss"]
+    previous, committed_previous = scores.previous[0].max().item(), max(info["head_scores"]["previous"][0])
+    inductions, committed_inductions = len(scores.induction_heads()), len(info["induction_heads"])
+    checks = {
+        f"first {info['prefix_check']['steps']} steps, {first_steps.check}: "
+        f"{'reproduced' if first_steps.passed else 'NOT reproduced'}": first_steps.passed,
+        f"held-out loss {loss:.3f}, committed {committed_loss:.3f} (within {HELD_OUT_BOUND})":
+            abs(loss - committed_loss) <= HELD_OUT_BOUND,
+        f"layer 0's previous-token score {previous:.2f}, committed {committed_previous:.2f} (within {SCORE_BOUND})":
+            abs(previous - committed_previous) <= SCORE_BOUND,
+        f"induction heads (score above 0.5): {inductions}, committed {committed_inductions} (at least as many)":
+            inductions >= committed_inductions,
+    }
+    distance = weight_distance(_tensors(model), _tensors(load_tiny_model(checkpoint)[0]))
+    findings = [f"{'ok  ' if ok else 'FAIL'} {line}" for line, ok in checks.items()]
+    findings.append(f"(the weights themselves end {distance:.2f} apart, relative: training on another machine "
+                    f"amplifies last-bit differences, as measured between machines)")
+    return Reproduction("within tolerance", "made on another machine: " + "; ".join(differences),
+                        all(checks.values()), findings)
+
+
+def _check(progress: bool) -> int:
+    """`--check`: retrain the whole model by the committed checkpoint's recipe and compare."""
+    _require(CHECKPOINT)
+    print(f"Rebuilding {CHECKPOINT.name} by its recipe: {Recipe(**checkpoint_metadata(CHECKPOINT)['recipe'])}.")
+    result = rebuild(CHECKPOINT, progress)
+    print("\n".join(result.lines()))
+    return 0 if result.passed else 1
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -371,8 +457,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         prog="make train-tiny ARGS=...", description="Train the course's tiny MiniMind (module 09) "
         "on the CPU, save it as safetensors and report its held-out loss, samples and head scores.")
     parser.add_argument("--check", action="store_true",
-                        help="retrain by the committed checkpoint's recipe and check the result equals it, bit for "
-                             "bit (about as long as training; saves nothing)")
+                        help="retrain by the committed checkpoint's recipe and check the result is the committed "
+                             "model: bit for bit on the machine it was made on, within measured bounds elsewhere "
+                             "(about as long as training; saves nothing)")
     parser.add_argument("--out", type=Path, default=CHECKPOINT, help=f"where to save (default: {CHECKPOINT.name} "
                         f"in {CHECKPOINT_DIR.name}/); the report goes next to it, as .json")
     parser.add_argument("--steps", type=int, default=Recipe.steps, help=f"training steps (default {Recipe.steps})")
@@ -386,8 +473,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"Training the tiny MiniMind: {recipe.steps} steps of {recipe.batch_size} sequences x {recipe.seq_len} "
           f"tokens ({recipe.synthetic} of them repeated random spans), on {THREADS} CPU thread(s).")
 
-    prefix, _ = train_tiny(recipe, steps=min(PREFIX_STEPS, recipe.warmup))
-    prefix_sha = hashlib.sha256(checkpoint_bytes(prefix, recipe)).hexdigest()
+    prefix, prefix_log = train_tiny(recipe, steps=min(PREFIX_STEPS, recipe.warmup))
+    save_checkpoint(prefix, recipe, prefix_path(args.out))
     cpu_start = time.process_time()
     model, log = train_tiny(recipe, progress=progress)
     cpu_seconds = time.process_time() - cpu_start
@@ -395,7 +482,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sha = save_checkpoint(model, recipe, args.out)
     print(f"trained in {log.seconds:.1f} s wall clock ({cpu_seconds:.1f} s of CPU time on {THREADS} thread(s): "
           f"about the wall time on an idle machine); saved {args.out} (sha256 {sha[:12]}...)")
-    info = report(model, recipe, log, args.out, cpu_seconds, prefix_sha)
+    info = report(model, recipe, log, args.out, cpu_seconds, prefix_log)
     args.out.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
     _print_report(info)
     return 0
