@@ -1,5 +1,5 @@
 """The course's shape: every module in the README's table has all its parts, the table matches
-what is on disk, and every notebook follows the anatomy in CURRICULUM.md (exercises with hidden
+what is on disk, and every notebook follows the anatomy in CONTRIBUTING.md (exercises with hidden
 solutions and checks, a quiz, seeded, no stray output-ignoring)."""
 
 from __future__ import annotations

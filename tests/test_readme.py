@@ -58,3 +58,25 @@ def test_default_model_numbers_are_the_computed_ones():
     assert "RoPE base 1e6" in claims and config.rope_theta == 1e6
     yarn = mm.MiniMindConfig(inference_rope_scaling=True).rope_scaling
     assert f"factor {yarn['factor']} over {yarn['original_max_position_embeddings']} trained positions" in claims
+
+
+def test_the_conventions_live_in_the_repository():
+    """CONTRIBUTING.md holds the course's conventions; no file points to a design document that a
+    clone of the course does not contain."""
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "](CONTRIBUTING.md)" in README
+    for section in ("## A module", "## Truth", "## Stored outputs that hold on every machine"):
+        assert section in contributing
+    outside = ("CURRICULUM" + ".md", "../" + "shared/")  # spelled in parts, so this file does not cite them
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix in (".md", ".py", ".json", ".ipynb", ".toml", ".txt", "") and path.is_file():
+            text = path.read_text(errors="ignore")
+            assert not any(cited in text for cited in outside), f"{name} cites a file outside the course"
+
+
+def test_the_ci_checks_a_second_machine_too():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLBACKEND=Agg", ci)
+    assert re.search(r'^env "\$\{perturbed\[@\]\}" make test$', ci, flags=re.M)
