@@ -19,6 +19,7 @@ from minimind_ref.teaching import tiny_data as td
 from minimind_ref.teaching import tiny_heads as th
 from minimind_ref.teaching import tiny_model as tm
 from minimind_ref.teaching.quiz import load_quiz
+from quoting import quoted
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "modules" / "09_reading_heads" / "README.md"
@@ -98,7 +99,7 @@ def test_module_09_guide_model_and_training(guide, model):
     assert f"windows of {len(td.TRAIN_FILES)} standard-library files" in guide
     assert f"Three more files are held out" in guide and len(td.HELD_OUT_FILES) == 3
     assert f"The checkpoint is {report['bytes'] / 1e6:.2f} MB" in guide
-    assert f"held-out loss is {report['held_out_loss']:.3f} nats per byte against `ln 257 = {math.log(257):.3f}`" in guide
+    assert f"held-out loss is {quoted(report['held_out_loss'], '.3f')} nats per byte against `ln 257 = {math.log(257):.3f}`" in guide
     assert f"the first {tm.PREFIX_STEPS} steps of the real recipe" in guide
     # "about three minutes": the time measured when the committed checkpoint was made
     assert 150 <= report["training"]["wall_seconds"] <= 210 and "about three minutes" in guide
@@ -111,26 +112,26 @@ def test_module_09_guide_head_scores(guide, measured):
     prev_head, sink = scores.previous_token_head, scores.sink_head
     inductions = scores.induction_heads()
     assert (prev_head, inductions, sink) == ((0, 1), [(1, 0), (1, 1), (1, 3)], (1, 2))
-    assert f"head 0.1 is a previous-token head (score {scores.previous[prev_head]:.2f})" in guide
+    assert f"head 0.1 is a previous-token head (score {quoted(scores.previous[prev_head].item(), '.2f')})" in guide
     values = sorted(scores.induction[h].item() for h in inductions)
-    assert f"heads 1.0, 1.1 and 1.3 are induction heads ({values[0]:.2f} to {values[-1]:.2f})" in guide
-    assert f"head 1.2 puts {scores.first[sink]:.3f} of its weight on BOS" in guide
+    assert f"heads 1.0, 1.1 and 1.3 are induction heads ({quoted(values[0], '.2f')} to {quoted(values[-1], '.2f')})" in guide
+    assert f"head 1.2 puts {quoted(scores.first[sink].item(), '.3f')} of its weight on BOS" in guide
     others_prev = [v for i, v in enumerate(scores.previous.flatten().tolist()) if i != 1]
     others_ind = [v for i, v in enumerate(scores.induction.flatten().tolist()) if i not in (4, 5, 7)]
     assert max(others_prev + others_ind) < 0.25 and "Every other head scores below 0.25 on the first two" in guide
     # exp1's ratios to the even head
-    assert f"about {scores.previous[prev_head] / previous:.0f} times the yardstick" in guide
-    assert f"(about {min(values) / induction:.0f} times)" in guide
+    assert f"about {quoted(scores.previous[prev_head].item() / previous, '.0f')} times the yardstick" in guide
+    assert f"(about {quoted(min(values) / induction, '.0f')} times)" in guide
 
 
 def test_module_09_guide_ablations_and_sinks(guide, measured):
-    assert f"loss on the second copy from about {measured['intact']:.2f} to about 4.5" in guide
-    assert round(measured["without_previous"], 1) == round(measured["without_inductions"], 1) == 4.5
+    assert f"loss on the second copy from about {quoted(measured['intact'], '.2f')} to about 4.5" in guide
+    assert quoted(measured["without_previous"], ".1f") == quoted(measured["without_inductions"], ".1f") == "4.5"
     assert f"`ln 95 = {math.log(95):.2f}`" in guide
-    assert f"Zeroing it breaks copying (loss about {measured['zero_0_2']:.1f})" in guide
+    assert f"Zeroing it breaks copying (loss about {quoted(measured['zero_0_2'], '.1f')})" in guide
     assert measured["mean_0_2"] < 0.05  # "replacing it by its mean changes nothing"
-    assert f"hardly at all on code ({measured['sink_on_code']:.3f})" in guide
-    assert f"its weight on position 0 falls to {measured['sink_without_bos']:.3f}" in guide
+    assert f"hardly at all on code ({quoted(measured['sink_on_code'], '.3f')})" in guide
+    assert f"its weight on position 0 falls to {quoted(measured['sink_without_bos'], '.3f')}" in guide
     assert f"already scores {even_scores(24)[0]:.2f} on the previous token" in guide
     assert f"({_even_previous(9):.2f} on 9 tokens)" in guide
 
@@ -167,7 +168,7 @@ def test_module_09_quiz_explanation_numbers(quiz):
     assert f"\\approx {_even_previous(9):.3f}$" in even
     report = tm.load_report()
     assert f"an even head scores about {even_scores(24)[0]:.2f}" in even
-    assert f"the trained previous-token head about {report['head_scores']['previous'][0][1]:.2f}" in even
+    assert f"the trained previous-token head about {quoted(report['head_scores']['previous'][0][1], '.2f')}" in even
     params = quiz["tiny-parameters"].explanation
     config = tm.tiny_config()
     C, V, F = config.hidden_size, config.vocab_size, config.intermediate_size
