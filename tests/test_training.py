@@ -58,3 +58,31 @@ def test_bad_arguments_are_named():
         train(make_model(), copy_previous_token, steps=0)
     with pytest.raises(ValueError, match="targets of shape"):
         next_token_loss(torch.randn(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_training_runs_on_one_thread_and_gives_the_callers_count_back():
+    """Tiny models on a busy machine: two threads that wait for each other at every small op are
+    many times slower than one (training.py's docstring has the measurements)."""
+    seen = []
+
+    def batch(step, generator):
+        seen.append(torch.get_num_threads())
+        return copy_previous_token(step, generator)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        train(make_model(), batch, steps=2)
+        assert seen == [1, 1] and torch.get_num_threads() == 2
+        train(make_model(), batch, steps=1, threads=2)
+        assert seen[-1] == 2
+        def broken(step, generator):
+            raise RuntimeError("no data")
+
+        with pytest.raises(RuntimeError, match="no data"):
+            train(make_model(), broken, steps=2)
+        assert torch.get_num_threads() == 2, "restored after an error too"
+        with pytest.raises(ValueError, match="threads"):
+            train(make_model(), copy_previous_token, steps=1, threads=0)
+    finally:
+        torch.set_num_threads(before)

@@ -39,10 +39,9 @@ import math
 import platform
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -51,7 +50,7 @@ from .. import MiniMindConfig, MiniMindForCausalLM
 from .reproduction import Reproduction, compare, fingerprint_differences, machine_fingerprint, weight_distance
 from .tiny_data import (BOS, HELD_OUT_FILES, TRAIN_FILES, VOCAB_SIZE, ByteTokenizer, DataMix,
                         held_out_text, text_sha256, train_text)
-from .training import TrainingLog, train
+from .training import TrainingLog, fixed_threads, train
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 CHECKPOINT = CHECKPOINT_DIR / "tiny_minimind.safetensors"
@@ -118,17 +117,6 @@ class Recipe:
         return DataMix(self.batch_size, self.seq_len, self.synthetic, self.first_copy_from)
 
 
-@contextmanager
-def fixed_threads(threads: int = THREADS) -> Iterator[None]:
-    """Run the block on exactly `threads` CPU threads, then restore the previous setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def build_model(seed: int = 0) -> MiniMindForCausalLM:
     """A freshly initialised tiny model, its weights drawn from `seed`."""
     torch.manual_seed(seed)
@@ -143,7 +131,7 @@ def train_tiny(recipe: Recipe = Recipe(), steps: Optional[int] = None, progress:
     if steps is not None and steps > recipe.warmup and steps != recipe.steps:
         raise ValueError(f"steps={steps} would change the learning-rate schedule: stop early only "
                          f"within the warm-up (steps <= {recipe.warmup}) or train all {recipe.steps}.")
-    with fixed_threads():
+    with fixed_threads(THREADS):
         model = build_model(recipe.seed)
         log = train(model, recipe.mix.batch_fn(train_text()), steps=steps or recipe.steps, lr=recipe.lr,
                     seed=recipe.seed, warmup=recipe.warmup, progress=progress, log_every=log_every)
@@ -261,7 +249,7 @@ def held_out_loss(model: MiniMindForCausalLM, seq_len: int = 128) -> float:
     count = text.numel() // width
     windows = text[: count * width].view(count, width)
     ids = torch.cat([torch.full((count, 1), BOS), windows], dim=1)  # [N, seq_len]
-    with fixed_threads():
+    with fixed_threads(THREADS):
         logits = model(ids[:, :-1]).logits
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)).item()
 
@@ -270,7 +258,7 @@ def greedy_samples(model: MiniMindForCausalLM, tokenizer: ByteTokenizer, prompts
                    new_tokens: int = 40) -> List[Tuple[str, str]]:
     """(prompt, greedy continuation) for each prompt."""
     samples = []
-    with fixed_threads():
+    with fixed_threads(THREADS):
         for prompt in prompts:
             ids = torch.tensor([tokenizer.encode(prompt)])
             out = model.generate(ids, max_new_tokens=new_tokens)
@@ -283,7 +271,7 @@ def report(model: MiniMindForCausalLM, recipe: Recipe, log: Optional[TrainingLog
     """Everything a learner (and the tests) want to know about a trained checkpoint."""
     from .tiny_heads import measure_head_scores, repeat_loss, repeated_probe
 
-    with fixed_threads():
+    with fixed_threads(THREADS):
         scores = measure_head_scores(model)
         probe = repeated_probe()
         spans = repeat_loss(model, probe, span=24)
@@ -420,7 +408,7 @@ def _same_kind(model: MiniMindForCausalLM, checkpoint: Path, info: dict, first_s
     (HELD_OUT_BOUND's comment has the spreads measured across machines)."""
     from .tiny_heads import measure_head_scores
 
-    with fixed_threads():
+    with fixed_threads(THREADS):
         scores = measure_head_scores(model)
     loss, committed_loss = held_out_loss(model), info["held_out_loss"]
     previous, committed_previous = scores.previous[0].max().item(), max(info["head_scores"]["previous"][0])

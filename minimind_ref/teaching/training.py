@@ -17,6 +17,13 @@ loop, not five, and every run is reproducible from its seed.
 
 `model(inputs)` may return a tensor of logits or an object with `.logits` (as
 `MiniMindForCausalLM` does); the default loss is next-token cross-entropy on those logits.
+
+Training runs on one CPU thread unless told otherwise (`threads=`). The course's models are tiny,
+so each step is hundreds of small operations: on a quiet machine two threads save little (2.5 s
+against 3.0 s for module 05's 300 steps), and on a busy one they cost a great deal, because at
+every operation each thread waits for the other, which the busy machine keeps descheduling (42 to
+110 s against 3 to 12 s, measured with one other busy program on 2 cores). One thread also makes
+the sums, and so the trained weights, the same whatever thread count the machine offers.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ from __future__ import annotations
 import math
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -67,6 +75,17 @@ def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
                            ignore_index=IGNORE_INDEX)
 
 
+@contextmanager
+def fixed_threads(threads: int = 1) -> Iterator[None]:
+    """Run the block on exactly `threads` CPU threads, then restore the previous setting."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
     """Linear warm-up for `warmup` steps, then a cosine decay to a tenth of `lr`."""
     if step < warmup:
@@ -77,46 +96,51 @@ def learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
 
 def train(model: nn.Module, batch: BatchFn, *, steps: int, lr: float = 3e-3, seed: int = 0,
           warmup: Optional[int] = None, weight_decay: float = 0.0, clip: float = 1.0,
-          loss_fn: LossFn = next_token_loss, progress: bool = False, log_every: int = 0) -> TrainingLog:
+          loss_fn: LossFn = next_token_loss, progress: bool = False, log_every: int = 0,
+          threads: int = 1) -> TrainingLog:
     """Train `model` in place with AdamW for `steps` steps and return the losses.
 
     `batch(step, generator)` returns `(inputs, targets)`; it draws its randomness from `generator`,
     which is seeded from `seed`, so the same call trains the same weights bit for bit (on the same
     machine and torch version). `progress=True` draws a progress bar on stderr; `log_every=N` prints
-    the loss every N steps.
+    the loss every N steps. It runs on `threads` CPU threads (see the module docstring), and the
+    caller's thread count is restored afterwards.
     """
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     if lr <= 0:
         raise ValueError(f"lr must be positive, got {lr}")
-    warmup = max(1, steps // 20) if warmup is None else max(1, warmup)
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    log = TrainingLog()
-    model.train()
-    start = time.perf_counter()
-    for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, steps, lr, warmup)
-        inputs, targets = batch(step, generator)
-        loss = loss_fn(logits_of(model(inputs)), targets)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"the loss became {loss.item()} at step {step}: lower lr (now {lr})")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip:
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
-        log.losses.append(loss.item())
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    with fixed_threads(threads):  # restores the caller's thread count, even after an error
+        warmup = max(1, steps // 20) if warmup is None else max(1, warmup)
+        generator = torch.Generator().manual_seed(seed)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+        log = TrainingLog()
+        model.train()
+        start = time.perf_counter()
+        for step in range(steps):
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, steps, lr, warmup)
+            inputs, targets = batch(step, generator)
+            loss = loss_fn(logits_of(model(inputs)), targets)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"the loss became {loss.item()} at step {step}: lower lr (now {lr})")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip:
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            log.losses.append(loss.item())
+            if progress:
+                _draw_progress(step + 1, steps, log.losses[-1], time.perf_counter() - start)
+            if log_every and ((step + 1) % log_every == 0 or step + 1 == steps):
+                print(f"step {step + 1:>5}/{steps}  loss {log.final_loss(log_every):.4f}")
         if progress:
-            _draw_progress(step + 1, steps, log.losses[-1], time.perf_counter() - start)
-        if log_every and ((step + 1) % log_every == 0 or step + 1 == steps):
-            print(f"step {step + 1:>5}/{steps}  loss {log.final_loss(log_every):.4f}")
-    if progress:
-        print(file=sys.stderr)
-    log.seconds = time.perf_counter() - start
-    model.eval()
-    return log
+            print(file=sys.stderr)
+        log.seconds = time.perf_counter() - start
+        model.eval()
+        return log
 
 
 def _draw_progress(done: int, total: int, loss: float, seconds: float, width: int = 30) -> None:
