@@ -49,6 +49,11 @@ DEFAULT_BLOCK_K = 512
 # to the row's maximum. With ordinary scores that almost never happens.
 TAU = 8.0
 BOUND = math.exp(TAU)
+# e^x is computed as 2^(x * log2 e): torch's exp2 is the cheaper function (on one AVX-512 CPU, a
+# multiply and an exp2 take less than half the time of one exp, over a score tile), and
+# FlashAttention-2's kernels use the same identity. The multiply comes after m is subtracted, so
+# its rounding touches only numbers near 0, where it costs nothing of exp's precision.
+LOG2E = 1.0 / math.log(2.0)
 
 
 def flash_attention(
@@ -163,7 +168,7 @@ def _forward(q, k, v, is_causal, scale, block_q, block_k):
             torch.bmm(q1, k1_tile, out=scores)  # scale * q.k - m
             if mask is not None:
                 scores.masked_fill_(mask, -math.inf)
-            probs = scores.exp_()  # [N, rows, cols]: exp(score - m); 0 where masked
+            probs = scores.mul_(LOG2E).exp2_()  # [N, rows, cols]: exp(score - m); 0 where masked
             tile_sum = probs.sum(dim=-1)  # [N, rows]
             if not bool((tile_sum <= cols * BOUND).all()):
                 # Rare: some score rose more than TAU above its row's m. Raise m to the row's
@@ -172,7 +177,7 @@ def _forward(q, k, v, is_causal, scale, block_q, block_k):
                 if mask is not None:
                     scores.masked_fill_(mask, -math.inf)
                 grow = scores.amax(dim=-1).clamp_(min=0.0).masked_fill_(~sees_keys, 0.0)  # m_new - m_old
-                probs = scores.sub_(grow.unsqueeze(-1)).exp_()
+                probs = scores.sub_(grow.unsqueeze(-1)).mul_(LOG2E).exp2_()
                 tile_sum = probs.sum(dim=-1)
                 shrink = torch.exp(-grow)  # exp(m_old - m_new) <= 1
                 l.mul_(shrink)
@@ -251,7 +256,7 @@ def _backward(q, k, v, out, lse, grad_out, grad_lse, is_causal, scale, block_q, 
             if needs_mask:
                 probs.masked_fill_(_tile_mask(masks, row_end - row_start, key_end - key_start,
                                               key_start - row_start - (key_len - query_len), q.device), -math.inf)
-            probs.exp_()  # P, recomputed: exactly the forward's softmax
+            probs.mul_(LOG2E).exp2_()  # P = exp(score - lse), recomputed: the forward's softmax
             dv[:, keys] += torch.bmm(probs.transpose(1, 2), d_out)  # dV_j += P^T dO_i
             d_scores = torch.bmm(d_out, v[:, keys].transpose(1, 2))  # dP = dO_i V_j^T
             d_scores.sub_(delta[:, rows].unsqueeze(-1)).mul_(probs)  # dS = P * (dP - delta)
