@@ -8,13 +8,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_generate_benchmark_runs_and_reports_both_targets():
+def test_generate_benchmark_runs_and_reports_its_targets():
     result = subprocess.run([sys.executable, "benchmarks/bench_generate.py", "--quick"], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "minimind_ref vs transformers generate" in result.stdout
-    assert "KV cache vs recomputing the prefix" in result.stdout
-    assert "Python-level calls per new token" in result.stdout
+    for target in ("time beyond weight streaming, minimind_ref / transformers",
+                   "Python-level calls per token, minimind_ref / transformers",
+                   "per-token time's growth with context, recomputing / cache"):
+        assert target in result.stdout
+    assert "Raw tokens per second are not a target" in result.stdout
+    assert "Raw speed-up of the cache" in result.stdout
 
 
 def test_harness_target_verdicts():
