@@ -113,3 +113,8 @@ def test_notebook_is_stored_with_outputs_and_ignores_output_only_with_a_reason(p
             assert lines[0] == "# NBVAL_IGNORE_OUTPUT" and re.match(r"# \(.+\)$", lines[1]), (
                 f"{path.name}: an output-ignoring cell starts with '# NBVAL_IGNORE_OUTPUT' alone, then "
                 f"'# (why its output varies)'; got {lines[:2]}")
+            # CONTRIBUTING.md: for timings and versions only, and a timing cell still checks its claim
+            assert re.search(r"timing|version", lines[1]), (
+                f"{path.name}: outputs are ignored only for timings and versions, not {lines[1]!r}")
+            if "timing" in lines[1]:
+                assert "assert " in cell.source, f"{path.name}: a timing cell still checks its claim with an assert"

@@ -238,3 +238,63 @@ def test_nbval_and_the_runner_give_a_cell_the_same_time():
     from minimind_ref.teaching.notebook_runner import CELL_TIMEOUT
 
     assert f"--nbval-cell-timeout={CELL_TIMEOUT}" in (ROOT / "pyproject.toml").read_text()
+
+
+# ------------------------------------------------------------------------ widgets in one output
+
+
+WIDGET_CELL = """
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from minimind_ref.teaching.interact import interact
+
+def redraw(factor, label):
+    plt.plot([0, factor], [0, 1])
+    plt.show()
+    print("factor", factor, label)
+
+w = interact(redraw, factor=widgets.IntSlider(value=2, min=1, max=5), label=["a", "b"])
+w
+"""
+
+
+def test_interact_leaves_one_output_the_widget_and_draws_inside_it(tmp_path):
+    """The same cell output in every front end: nbclient (here) and nbval alike see only the
+    widget; the figure and the printed text live in the widget's own state."""
+    (cell,) = run_cells([WIDGET_CELL], tmp_path)
+    assert [out.output_type for out in cell.outputs] == ["execute_result"]
+    data = cell.outputs[0]["data"]
+    assert data["text/plain"] == "interact(redraw, factor=2, label='a')"
+    assert "image/png" not in data
+
+
+def test_interact_redraws_when_a_control_moves_and_reports_errors_in_the_widget(tmp_path):
+    source = WIDGET_CELL.rstrip().removesuffix("w") + """
+first = w.out.outputs
+w.controls["factor"].value = 4
+second = w.out.outputs
+print([o["output_type"] for o in first], "image/png" in first[0]["data"], first[1]["text"].strip())
+print(second[1]["text"].strip(), second[0]["data"]["image/png"] != first[0]["data"]["image/png"])
+w.function = lambda factor, label: 1 / 0
+w.controls["label"].value = "b"
+print(w.out.outputs[0]["text"].strip())
+"""
+    (cell,) = run_cells([source], tmp_path)
+    lines = "".join(out.get("text", "") for out in cell.outputs).splitlines()
+    assert lines == ["['display_data', 'stream'] True factor 2 a", "factor 4 a True",
+                     "ZeroDivisionError: division by zero"]
+
+
+def test_interact_refuses_no_controls_and_names_a_bad_one():
+    from minimind_ref.teaching.interact import interact
+
+    with pytest.raises(ValueError, match="at least one control"):
+        interact(print)
+    with pytest.raises(ValueError, match="cannot make a control from"):
+        interact(print, x=object())
+
+
+def test_no_notebook_uses_ipywidgets_interact_directly():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            assert "widgets.interact(" not in cell.source, f"{path.name}: use minimind_ref.teaching.interact.interact"

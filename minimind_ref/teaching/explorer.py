@@ -29,6 +29,7 @@ import torch
 from matplotlib.patches import Rectangle
 
 from .heatmaps import show_heatmaps
+from .interact import show_in
 
 __all__ = ["AttentionExplorer", "explore", "top_keys"]
 
@@ -136,15 +137,13 @@ class AttentionExplorer(widgets.VBox):
         self._show()
 
     def _show(self) -> None:
-        """Put the figure in the output area; outside IPython (a script, a test) there is none."""
+        """Put the figure in the output area, written into the widget's state (interact.py says
+        why); outside IPython (a script, a test) there is no output area to fill."""
         from IPython import get_ipython
-        from IPython.display import clear_output, display
 
         if get_ipython() is None:
             return
-        with self.output:
-            clear_output(wait=True)
-            display(self.figure)
+        show_in(self.output, self.figure)
 
     def _describe_query(self, maps: torch.Tensor, titles: List[str], query: int) -> str:
         rows = maps.reshape(-1, *maps.shape[-2:])[:, query]  # [maps, S]: the query's row in each map

@@ -1,0 +1,105 @@
+"""interact(): ipywidgets' interact, with a cell output that is the same in every front end.
+
+    import ipywidgets as widgets
+    from minimind_ref.teaching.interact import interact
+
+    def redraw(factor):
+        show_heatmaps(weights_at(factor), titles=[f"scores x {factor:g}"])
+        plt.show()
+
+    interact(redraw, factor=widgets.FloatLogSlider(value=0.5, base=2, min=-4, max=4))
+
+Why not `ipywidgets.interact` itself: it runs the function once as the cell runs, and the figures
+and text the function makes are sent as the cell's own output, for the front end to move into the
+widget. JupyterLab and nbclient move them; nbval, which re-runs the stored notebooks in the tests,
+does not, and finds them among the cell's outputs. So a widget cell's stored output depended on
+the front end, and could only be left out of the comparison. (In a headless run, nbclient also
+echoed each moved output back to the kernel on the socket where it awaited the cell's reply, which
+could stall the run: notebook_runner.py.) Here the function's output is captured in the kernel and
+written straight into the widget's state: every front end sees one output, the widget, and the
+widget shows the function's output from the start.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+import ipywidgets as widgets
+from IPython.display import display
+from IPython.utils.capture import capture_output
+
+__all__ = ["Interactive", "interact", "show_in"]
+
+
+def _captured_outputs(function: Callable[[], Any]) -> List[dict]:
+    """Run `function`, capturing what it displays and prints, as notebook outputs (nbformat dicts):
+    first what it displayed (figures), then its printed text."""
+    with capture_output() as captured:
+        function()
+    outputs = [{"output_type": "display_data", "data": item.data, "metadata": item.metadata or {}}
+               for item in captured.outputs]
+    for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
+        if text:
+            outputs.append({"output_type": "stream", "name": name, "text": text})
+    return outputs
+
+
+def show_in(output: widgets.Output, *objects: Any) -> None:
+    """Replace what the Output widget `output` shows by `objects` (figures, text, anything IPython
+    can display), written into the widget's state rather than captured from the cell, so the
+    cell's own output does not change."""
+    output.outputs = tuple(_captured_outputs(lambda: display(*objects)))
+
+
+def _control(abbreviation: Any) -> widgets.ValueWidget:
+    """A control from a widget or from interact's shorthand (a list: a menu; (min, max): a slider)."""
+    if isinstance(abbreviation, widgets.ValueWidget):
+        return abbreviation
+    control = widgets.interactive.widget_from_abbrev(abbreviation)
+    if control is None:
+        raise ValueError(f"interact cannot make a control from {abbreviation!r}: pass an ipywidgets control.")
+    return control
+
+
+class Interactive(widgets.VBox):
+    """The controls, then the function's output; its text form names the function and the values."""
+
+    def __init__(self, function: Callable[..., Any], controls: Dict[str, Any]):
+        self.function = function
+        self.controls = {name: _control(control) for name, control in controls.items()}
+        for name, control in self.controls.items():
+            control.description = control.description or name
+        self.out = widgets.Output()
+        super().__init__([*self.controls.values(), self.out])
+        self.add_class("widget-interact")
+        self.update(raise_errors=True)
+        for control in self.controls.values():
+            control.observe(lambda change: self.update(), names="value")
+
+    def values(self) -> Dict[str, Any]:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def update(self, raise_errors: bool = False) -> None:
+        """Call the function with the controls' values and show what it displays and prints. A
+        mistake in the function fails the cell the first time; later, moving a control shows the
+        error in the widget instead of losing it in a log."""
+        try:
+            self.out.outputs = tuple(_captured_outputs(lambda: self.function(**self.values())))
+        except Exception as error:
+            if raise_errors:
+                raise
+            self.out.outputs = ({"output_type": "stream", "name": "stderr",
+                                 "text": f"{type(error).__name__}: {error}\n"},)
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{name}={value!r}" for name, value in self.values().items())
+        return f"interact({getattr(self.function, '__name__', 'function')}, {values})"
+
+
+def interact(function: Callable[..., Any], **controls: Any) -> Interactive:
+    """Controls for each keyword argument of `function` (ipywidgets controls, or interact's
+    shorthand) and, below them, whatever `function(**values)` draws and prints, redrawn whenever a
+    control moves. As the last line of a cell, it shows the widget."""
+    if not controls:
+        raise ValueError("interact needs at least one control, as in interact(redraw, factor=slider).")
+    return Interactive(function, controls)
