@@ -8,9 +8,11 @@ answers at once and runs where only the pinned environment is installed: anythin
     catalog.py        which modules the course plans and which of their parts exist on disk
     __main__.py       the command line behind the make targets:
                       python -m minimind_ref.teaching {list, exp NN, experiments, quiz NN, notebooks [NN],
-                      student, slides NN}
+                      portability [NN], student, slides NN}
     experiment.py     what every experiment script shares: flags, seeding, claims, saved figures
     heatmaps.py       show_heatmaps: one attention map or a grid, token labels, one colour scale
+    figures.py        show_figures_inline: figures below the cells, whatever MPLBACKEND says
+    interact.py       interact and show_in: widgets whose output is the same in every front end
     memory.py         TensorMemory: peak bytes of the tensors a block of torch code creates (module 08)
     checks.py         check(...): an exercise's verdict, right or "not yet" and why
     quiz.py           the quizzes' public names in one import; `python -m` it to check quiz files
@@ -26,6 +28,9 @@ answers at once and runs where only the pinned environment is installed: anythin
     tiny_model.py     the small trained MiniMind: recipe, training, safetensors checkpoint (make train-tiny)
     tiny_heads.py     head scores (previous-token, induction, first-token) and head ablation
     explorer.py       an ipywidgets attention explorer on show_heatmaps (module 09)
+    reproduction.py   is a retrained model the committed one: machine fingerprints, bit for bit or within bounds
+    notebook_runner.py  execute_notebook: headless runs with a time limit per cell, no hang on widgets
+    portability.py    run notebooks as other machines would (make portability), LastBitNoise
 """
 
 from .catalog import PLANNED_MODULES, CourseError, Module, all_modules, find_course_root, get_module
