@@ -28,12 +28,19 @@ import ipywidgets as widgets
 from IPython.display import display
 from IPython.utils.capture import capture_output
 
+from .figures import show_figures_inline
+
 __all__ = ["Interactive", "interact", "show_in"]
 
 
 def _captured_outputs(function: Callable[[], Any]) -> List[dict]:
     """Run `function`, capturing what it displays and prints, as notebook outputs (nbformat dicts):
-    first what it displayed (figures), then its printed text."""
+    first what it displayed (figures), then its printed text.
+
+    Figures are drawn even where the environment names a backend that draws nothing (MPLBACKEND=Agg)
+    and the notebook did not start with show_figures_inline(): a widget without its figure would
+    show only the figure's name."""
+    show_figures_inline()
     with capture_output() as captured:
         function()
     outputs = [{"output_type": "display_data", "data": item.data, "metadata": item.metadata or {}}
