@@ -28,13 +28,19 @@ def time_call(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def interleaved_medians(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Median seconds per contender, timing each once per round, in turn."""
+def interleaved_times(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Seconds of each contender in each round, timing each once per round, in turn: the i-th times
+    of all contenders were taken under the same machine load."""
     times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
             times[name].append(time_call(fn))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return times
+
+
+def interleaved_medians(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median seconds per contender, timing each once per round, in turn."""
+    return {name: statistics.median(ts) for name, ts in interleaved_times(contenders, rounds).items()}
 
 
 def python_calls(fn: Callable[[], object]) -> int:
