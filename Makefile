@@ -1,9 +1,9 @@
 # Attention Lab: every entry point is a make target. `make` alone lists them.
 #
-# The targets that take a module number check it first, with the catalog run as a plain script
-# (standard library only), so a missing or wrong M= is explained before .venv is built.
-# The commands behind exp, experiments, quiz, notebooks and list live in
-# minimind_ref/teaching/__main__.py.
+# The targets that take a module number check it first with the course catalog, which needs only
+# the standard library (python -m labkit.course.catalog), so a missing or wrong M= is explained
+# before .venv is built. The commands behind exp, experiments, quiz, notebooks and list live in
+# labkit/course/cli.py.
 
 SELF := $(lastword $(MAKEFILE_LIST))
 .DEFAULT_GOAL := help
@@ -14,9 +14,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The Python that creates .venv: python3.11 (what the course pins), else python3 (3.10 or newer).
 PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),$(shell command -v python3 2>/dev/null),python3)
-CLI := $(PY) -m minimind_ref.teaching
+CLI := $(PY) -m labkit.course
 # Module checks run before .venv exists, so they use .venv's Python only once it is there.
-CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) minimind_ref/teaching/catalog.py check
+CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.course.catalog check
 # make exp M=03; make test ARGS="-k rope -x"
 M ?=
 ARGS ?=
@@ -31,7 +31,7 @@ help: ## list the targets (the default)
 	@echo
 	@echo "M=NN picks a module (3 or 03); ARGS=... goes to pytest (test), the benchmarks (bench) or portability."
 
-setup: $(STAMP) ## create .venv and install the pinned requirements and minimind_ref (editable)
+setup: $(STAMP) ## create .venv and install the pinned requirements, minimind_ref and labkit (editable)
 	@:
 
 # The venv itself: refuse a Python older than 3.10 rather than half-build with it.
@@ -99,7 +99,7 @@ bench: setup ## run the benchmarks (benchmarks/run_all.py; ARGS=--quick etc.)
 	$(PY) benchmarks/run_all.py $(ARGS)
 
 train-tiny: setup ## train the small MiniMind behind module 09 on the CPU (ARGS=--check: rebuild, compare)
-	$(PY) -m minimind_ref.teaching.tiny_model $(ARGS)
+	$(PY) -m labkit.tiny_model $(ARGS)
 
 # outputs/student/ is kept: a learner's exercises live there.
 clean: ## remove generated files: outputs/ (but not outputs/student/), caches, build metadata (keeps .venv)

@@ -7,22 +7,24 @@ Each concept lives in its own file, named after it, and each file says which mod
     feedforward.py  the SwiGLU feed-forward network
     rope.py         rotary position embeddings, with YaRN scaling       (module 06)
     gqa.py          repeat_kv: shared key/value heads                   (module 04)
-    mla.py          multi-head latent attention, for comparison         (module 04; not in MiniMind)
     masks.py        causal, padding and sliding-window masks            (module 05)
     attention.py    explicit and fused attention, the Attention layer   (modules 01-05)
-    flash.py        FlashAttention: exact attention by tiles            (module 08)
     kv_cache.py     the KV cache                                        (module 07)
     sampling.py     choosing the next token
     model.py        MiniMindForCausalLM: the whole model and generate()
+    oracles.py      the same model in transformers (Llama, Qwen3), loaded with the same weights:
+                    what the tests compare against (imports transformers, so only tests import it)
 
-Pure PyTorch: nothing here imports transformers, matplotlib or ipywidgets. The oracles that the
-tests compare against live in `minimind_ref.oracles`; teaching helpers in `minimind_ref.teaching`.
+Not MiniMind, and kept apart in `variants/`: the attention variants the course builds beside it,
+FlashAttention (module 08) and multi-head latent attention (module 04).
+
+Pure PyTorch: nothing here imports plotting, widget or notebook libraries. The course's kit
+(heatmaps, checks, quizzes, training) is the separate package `labkit`.
 """
 
 from .attention import Attention, fused_attention, scaled_dot_product_attention
 from .config import MINIMIND_YARN, ConfigError, MiniMindConfig, minimind_intermediate_size
 from .feedforward import FeedForward
-from .flash import flash_attention
 from .gqa import repeat_kv
 from .kv_cache import CacheError, KVCache
 from .masks import causal_mask, combined_mask, padding_mask, sliding_window_mask
@@ -34,7 +36,7 @@ from .sampling import select_next_token
 __all__ = [
     "Attention", "CacheError", "CausalLMOutput", "ConfigError", "FeedForward", "KVCache",
     "MINIMIND_YARN", "MiniMindBlock", "MiniMindConfig", "MiniMindForCausalLM", "MiniMindModel",
-    "RMSNorm", "apply_rotary_pos_emb", "causal_mask", "combined_mask", "flash_attention", "fused_attention",
+    "RMSNorm", "apply_rotary_pos_emb", "causal_mask", "combined_mask", "fused_attention",
     "minimind_intermediate_size", "padding_mask", "precompute_freqs_cis", "repeat_kv",
     "rotate_half", "scaled_dot_product_attention", "select_next_token", "sliding_window_mask",
 ]

@@ -61,6 +61,13 @@ def combined_mask(attention_mask: torch.Tensor | None, query_len: int, key_len: 
     beyond plain causality (the fast path can then use `is_causal`)."""
     if attention_mask is not None:
         check_attention_mask(attention_mask, key_len=key_len)
+    return padding_and_causal(attention_mask, query_len, key_len, causal)
+
+
+def padding_and_causal(attention_mask: torch.Tensor | None, query_len: int, key_len: int,
+                       causal: bool = True) -> torch.Tensor | None:
+    """combined_mask on a mask already checked: what the model runs at every step."""
+    if attention_mask is not None:
         if bool(attention_mask.bool().all()):
             attention_mask = None
     if attention_mask is None:

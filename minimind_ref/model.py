@@ -23,7 +23,7 @@ from .attention import Attention
 from .config import MiniMindConfig
 from .feedforward import FeedForward
 from .kv_cache import KVCache
-from .masks import check_attention_mask, combined_mask
+from .masks import check_attention_mask, padding_and_causal
 from .norm import RMSNorm
 from .rope import precompute_freqs_cis
 from .sampling import check_sampling_args, select_next_token
@@ -83,16 +83,23 @@ class MiniMindModel(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, past_key_values=None, use_cache=False,
                 output_attentions=False, position_ids=None):
+        """input_ids [B, T] -> (hidden states [B, T, C], the cache, per-layer attention weights).
+        Checks its arguments (check_inputs), then runs the layers (`run`)."""
+        check_inputs(self.config, input_ids, attention_mask, past_key_values, position_ids)
+        return self.run(input_ids, attention_mask, past_key_values, use_cache, output_attentions, position_ids)
+
+    def run(self, input_ids, attention_mask=None, past_key_values=None, use_cache=False,
+            output_attentions=False, position_ids=None):
+        """The forward pass itself, on arguments already checked: what `forward` and each step of
+        `generate` run (a generated token needs no second look)."""
         batch, seq_len = input_ids.shape
         if use_cache and past_key_values is None:
             past_key_values = KVCache(self.config, batch, capacity=seq_len)
-        if past_key_values is not None:
-            past_key_values.check_input(batch, seq_len)
         past_len = past_key_values.get_seq_length() if past_key_values is not None else 0
         key_len = past_len + seq_len
 
         position_embeddings = self._position_embeddings(past_len, seq_len, position_ids, batch)
-        attn_mask = combined_mask(attention_mask, seq_len, key_len)  # None: plain causal
+        attn_mask = padding_and_causal(attention_mask, seq_len, key_len)  # None: plain causal
         hidden_states = self.embed_tokens(input_ids)  # [B, T, C]
         if self.training:  # dropout is the identity in eval; no call on every generated token
             hidden_states = self.dropout(hidden_states)
@@ -107,20 +114,8 @@ class MiniMindModel(nn.Module):
     def _position_embeddings(self, past_len, seq_len, position_ids, batch):
         """(cos, sin) for the new tokens: [T, D] when positions are past_len .. past_len + T - 1,
         [B, T, D] when `position_ids` gives each sequence its own (left padding)."""
-        max_pos = self.config.max_position_embeddings
         if position_ids is None:
-            if past_len + seq_len > max_pos:
-                raise ValueError(
-                    f"the sequence reaches position {past_len + seq_len - 1}, past "
-                    f"max_position_embeddings ({max_pos}): use a shorter input or a config with a "
-                    f"larger max_position_embeddings.")
             return self.freqs_cos[past_len:past_len + seq_len], self.freqs_sin[past_len:past_len + seq_len]
-        if position_ids.dim() != 2 or position_ids.shape[1] != seq_len or position_ids.shape[0] not in (1, batch):
-            raise ValueError(
-                f"position_ids must be [batch, seq_len] = [{batch}, {seq_len}] (or [1, {seq_len}]), "
-                f"got shape {tuple(position_ids.shape)}.")
-        if int(position_ids.min()) < 0 or int(position_ids.max()) >= max_pos:
-            raise ValueError(f"position_ids must lie in [0, max_position_embeddings={max_pos}).")
         return self.freqs_cos[position_ids], self.freqs_sin[position_ids]
 
 
@@ -160,35 +155,26 @@ class MiniMindForCausalLM(nn.Module):
         the input ids themselves (the shift by one happens here); -100 marks positions to skip.
         logits_to_keep: compute logits only for the last N positions (0 = all).
         """
-        self._check_input_ids(input_ids)
-        hidden_states, cache, attentions = self.model(
+        check_inputs(self.config, input_ids, attention_mask, past_key_values, position_ids)
+        if labels is not None:
+            check_labels(labels, input_ids, logits_to_keep, self.config.vocab_size)
+        return self._run(input_ids, attention_mask, past_key_values, use_cache, output_attentions,
+                         position_ids, labels, logits_to_keep)
+
+    def _run(self, input_ids, attention_mask=None, past_key_values=None, use_cache=False,
+             output_attentions=False, position_ids=None, labels=None, logits_to_keep=0) -> CausalLMOutput:
+        """forward, on arguments already checked (each step of generate runs this)."""
+        hidden_states, cache, attentions = self.model.run(
             input_ids, attention_mask, past_key_values, use_cache, output_attentions, position_ids)
         if logits_to_keep:
             hidden_states = hidden_states[:, -logits_to_keep:]
         logits = self.lm_head(hidden_states)  # [B, T, vocab]
         loss = None
         if labels is not None:
-            if labels.shape != input_ids.shape:
-                raise ValueError(f"labels must have the shape of input_ids {tuple(input_ids.shape)}, got {tuple(labels.shape)}.")
-            if logits_to_keep:
-                raise ValueError("labels need logits at every position: leave logits_to_keep at 0.")
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
                                    ignore_index=-100)
         return CausalLMOutput(logits=logits, past_key_values=cache if use_cache else None,
                               attentions=attentions, loss=loss)
-
-    def _check_input_ids(self, input_ids: torch.Tensor) -> None:
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-            raise ValueError(f"input_ids must be a 2-D tensor [batch, seq_len] of token ids, got {shape}.")
-        if input_ids.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"input_ids must hold integer token ids (int64), got dtype {input_ids.dtype}.")
-        if input_ids.shape[1] == 0:
-            raise ValueError("input_ids is empty: give at least one token per sequence.")
-        low, high = int(input_ids.min()), int(input_ids.max())
-        if low < 0 or high >= self.config.vocab_size:
-            raise ValueError(
-                f"input_ids must lie in [0, vocab_size={self.config.vocab_size}), got values from {low} to {high}.")
 
     @torch.inference_mode()
     def generate(
@@ -211,7 +197,7 @@ class MiniMindForCausalLM(nn.Module):
         until all are done. `attention_mask` marks left padding; positions then start at each
         sequence's first real token, as transformers does.
         """
-        self._check_input_ids(input_ids)
+        check_inputs(self.config, input_ids, attention_mask)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}.")
         check_sampling_args(temperature, top_k, top_p, self.config.vocab_size)
@@ -223,7 +209,6 @@ class MiniMindForCausalLM(nn.Module):
                 f"max_position_embeddings ({self.config.max_position_embeddings}).")
         position_ids = None
         if attention_mask is not None:
-            check_attention_mask(attention_mask, batch_size=batch, key_len=prompt_len)
             attention_mask = attention_mask.long()
             position_ids = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
 
@@ -233,8 +218,8 @@ class MiniMindForCausalLM(nn.Module):
         finished = torch.zeros(batch, dtype=torch.bool, device=input_ids.device)
         length, step_input, step_positions = prompt_len, input_ids, position_ids
         for _ in range(max_new_tokens):
-            out = self(step_input, attention_mask=attention_mask, past_key_values=cache,
-                       position_ids=step_positions, logits_to_keep=1)
+            out = self._run(step_input, attention_mask=attention_mask, past_key_values=cache,
+                            position_ids=step_positions, logits_to_keep=1)
             next_token = select_next_token(out.logits[:, -1], temperature, top_k, top_p, generator)  # [B]
             if eos_token_id is not None:
                 next_token = next_token.masked_fill(finished, eos_token_id)
@@ -253,3 +238,50 @@ class MiniMindForCausalLM(nn.Module):
             if eos_token_id is not None and bool(finished.all()):
                 break
         return tokens[:, :length]
+
+
+# -- argument checks, in one place: run once per call of forward or generate, never per token ----
+
+
+def check_inputs(config: MiniMindConfig, input_ids, attention_mask=None, past_key_values=None,
+                 position_ids=None) -> None:
+    """Refuse, before any layer runs, inputs the model cannot read, saying what was expected."""
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+        raise ValueError(f"input_ids must be a 2-D tensor [batch, seq_len] of token ids, got {shape}.")
+    if input_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"input_ids must hold integer token ids (int64), got dtype {input_ids.dtype}.")
+    batch, seq_len = input_ids.shape
+    if seq_len == 0:
+        raise ValueError("input_ids is empty: give at least one token per sequence.")
+    low, high = int(input_ids.min()), int(input_ids.max())
+    if low < 0 or high >= config.vocab_size:
+        raise ValueError(f"input_ids must lie in [0, vocab_size={config.vocab_size}), got values from {low} to {high}.")
+    past_len = 0
+    if past_key_values is not None:
+        past_key_values.check_input(batch, seq_len)
+        past_len = past_key_values.get_seq_length()
+    if attention_mask is not None:
+        check_attention_mask(attention_mask, batch_size=batch, key_len=past_len + seq_len)
+    max_pos = config.max_position_embeddings
+    if position_ids is None:
+        if past_len + seq_len > max_pos:
+            raise ValueError(
+                f"the sequence reaches position {past_len + seq_len - 1}, past max_position_embeddings "
+                f"({max_pos}): use a shorter input or a config with a larger max_position_embeddings.")
+        return
+    if (not isinstance(position_ids, torch.Tensor) or position_ids.dim() != 2 or position_ids.shape[1] != seq_len
+            or position_ids.shape[0] not in (1, batch)):
+        shape = tuple(position_ids.shape) if isinstance(position_ids, torch.Tensor) else type(position_ids).__name__
+        raise ValueError(f"position_ids must be [batch, seq_len] = [{batch}, {seq_len}] (or [1, {seq_len}]), got {shape}.")
+    if int(position_ids.min()) < 0 or int(position_ids.max()) >= max_pos:
+        raise ValueError(f"position_ids must lie in [0, max_position_embeddings={max_pos}).")
+
+
+def check_labels(labels, input_ids, logits_to_keep: int, vocab_size: int) -> None:
+    """Labels are the input ids themselves (shifted inside forward); -100 marks a position to skip."""
+    if not isinstance(labels, torch.Tensor) or labels.shape != input_ids.shape:
+        shape = tuple(labels.shape) if isinstance(labels, torch.Tensor) else type(labels).__name__
+        raise ValueError(f"labels must have the shape of input_ids {tuple(input_ids.shape)}, got {shape}.")
+    if logits_to_keep:
+        raise ValueError("labels need logits at every position: leave logits_to_keep at 0.")

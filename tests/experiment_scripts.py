@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from minimind_ref.teaching.catalog import experiment_scripts, get_module
+from labkit.course.catalog import experiment_scripts, get_module
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from minimind_ref.teaching.notebook_runner import execute_notebook
+from labkit.course.notebook_runner import execute_notebook
 
 
 def run_cells(sources: list[str], folder: Path) -> list:

@@ -5,7 +5,7 @@ norm would go unseen; here every parameter, gains included, is drawn at random.
 """
 
 import minimind_ref as mm
-from minimind_ref.teaching.models import random_minimind
+from labkit.models import random_minimind
 
 
 def small_config(**overrides) -> mm.MiniMindConfig:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from kernel_cells import run_cells
 
-from minimind_ref.teaching.checks import STRICT_ENV, CheckResult, ExerciseCheckFailed, check
+from labkit.checks import STRICT_ENV, CheckResult, ExerciseCheckFailed, check
 
 
 @pytest.fixture(autouse=True)
@@ -411,7 +411,7 @@ def test_in_a_notebook_the_verdict_shows_once(tmp_path, monkeypatch):
     later cell it shows its message; an unfinished exercise does not stop the notebook."""
     monkeypatch.delenv(STRICT_ENV, raising=False)
     sources = [
-        "from minimind_ref.teaching.checks import check\n"
+        "from labkit.checks import check\n"
         "def todo(x):\n    raise NotImplementedError\n"
         "r = check('todo', todo, lambda x: x, cases=[1])",
         "check('sum', 1 + 1, 2, explain='Arithmetic.')",

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from minimind_ref.teaching import catalog
-from minimind_ref.teaching.__main__ import main
-from minimind_ref.teaching.catalog import CourseError, find_course_root, get_module
+from labkit.course import catalog
+from labkit.course.cli import main
+from labkit.course.catalog import CourseError, find_course_root, get_module
 
 REPO = Path(__file__).resolve().parents[1]
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -28,9 +28,6 @@ needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 @pytest.fixture
 def course(tmp_path, monkeypatch):
     """A fake course root with module 01's experiments: one passes, one fails, one is number 10."""
-    (tmp_path / "Makefile").write_text("")
-    (tmp_path / "minimind_ref").mkdir()
-    (tmp_path / "minimind_ref" / "__init__.py").write_text("")
     exp = tmp_path / "experiments" / "01_attention_basics"
     exp.mkdir(parents=True)
     (exp / "exp1_ok.py").write_text("print('claim one holds')\n")
@@ -48,6 +45,36 @@ def test_course_root_is_found_from_a_subfolder(course, monkeypatch):
 
 def test_the_real_repository_is_a_course_root():
     assert find_course_root(REPO / "tests") == REPO
+
+
+def test_a_folder_without_modules_is_no_course_and_the_error_says_how_to_name_one(tmp_path, monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "analysis.ipynb").write_text("{}")  # a notebook, but no NN_slug module
+    monkeypatch.delenv("ATTENTION_LAB_COURSE", raising=False)
+    with pytest.raises(CourseError, match="No Attention Lab course in .* ATTENTION_LAB_COURSE="):
+        find_course_root(tmp_path)
+
+
+def test_the_environment_names_the_course_from_anywhere(course, tmp_path_factory, monkeypatch):
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    monkeypatch.setenv("ATTENTION_LAB_COURSE", str(course))
+    assert find_course_root() == course
+    monkeypatch.setenv("ATTENTION_LAB_COURSE", str(course / "experiments"))
+    with pytest.raises(CourseError, match="is not an Attention Lab course"):
+        find_course_root()
+
+
+def test_the_catalog_runs_without_torch_through_the_package(tmp_path):
+    """`make exp M=..` checks the number before .venv exists: the catalog, imported as a package
+    module, must not import torch (here a torch that refuses to be imported)."""
+    (tmp_path / "torch.py").write_text("raise ImportError('torch must not be imported by the catalog')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    ok = subprocess.run([sys.executable, "-m", "labkit.course.catalog", "check", "exp", "3"],
+                        cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and ok.stderr == ""
+    wrong = subprocess.run([sys.executable, "-m", "labkit.course.catalog", "check", "exp", "42"],
+                           cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "Unknown module '42'" in wrong.stderr
 
 
 @pytest.mark.parametrize("given", ["1", "01", " 1 "])
@@ -118,6 +145,7 @@ def test_exp_errors_are_one_line_with_exit_2(course, capsys):
 
 def test_experiments_with_none_on_disk_exits_0(course, capsys):
     shutil.rmtree(course / "experiments")
+    (course / "modules" / "01_attention_basics").mkdir(parents=True)  # a course still, with a guide only
     assert main(["experiments"]) == 0
     assert "No experiment scripts exist yet." in capsys.readouterr().out
 
@@ -227,8 +255,9 @@ def test_list_shows_each_module_and_its_parts(course, capsys):
 def _fake_course_with_makefile(course: Path) -> Path:
     """The fake course plus the real Makefile and catalog, and no .venv: make must answer alone."""
     shutil.copy(REPO / "Makefile", course / "Makefile")
-    (course / "minimind_ref" / "teaching").mkdir()
-    shutil.copy(REPO / "minimind_ref" / "teaching" / "catalog.py", course / "minimind_ref" / "teaching")
+    (course / "labkit" / "course").mkdir(parents=True)
+    for part in ("__init__.py", "course/__init__.py", "course/catalog.py"):
+        shutil.copy(REPO / "labkit" / part, course / "labkit" / part)
     return course
 
 

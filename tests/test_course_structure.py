@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minimind_ref.teaching.catalog import get_module, numbers_on_disk
+from labkit.course.catalog import get_module, numbers_on_disk
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

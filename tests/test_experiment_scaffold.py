@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 DOC = """Two plus two is four.
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from minimind_ref.teaching.catalog import all_modules
+from labkit.course.catalog import all_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [script for module in all_modules(ROOT) for script in module.experiments]

@@ -13,11 +13,11 @@ import nbformat  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
-from minimind_ref.teaching.notebook_runner import execute_notebook  # noqa: E402
+from labkit.course.notebook_runner import execute_notebook  # noqa: E402
 
 import minimind_ref as mm  # noqa: E402
-from minimind_ref.teaching.explorer import explore, top_keys  # noqa: E402
-from minimind_ref.teaching.tiny_data import ByteTokenizer  # noqa: E402
+from labkit.explorer import explore, top_keys  # noqa: E402
+from labkit.tiny_data import ByteTokenizer  # noqa: E402
 
 PROMPT = "abcab"  # 5 characters + BOS = 6 tokens
 LABELS = ["<s>", "a", "b", "c", "a", "b"]
@@ -122,8 +122,8 @@ def test_in_a_kernel_the_figure_lands_in_the_widget(tmp_path):
     source = """
 import torch
 import minimind_ref as mm
-from minimind_ref.teaching.explorer import explore
-from minimind_ref.teaching.tiny_data import ByteTokenizer
+from labkit.explorer import explore
+from labkit.tiny_data import ByteTokenizer
 torch.manual_seed(0)
 model = mm.MiniMindForCausalLM(mm.MiniMindConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                                  vocab_size=257, max_position_embeddings=64)).eval()

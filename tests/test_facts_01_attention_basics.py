@@ -57,7 +57,7 @@ def test_module_01_notebook_prose_numbers():
 
 
 def test_module_01_quiz_explanation_numbers():
-    from minimind_ref.teaching.quiz import load_quiz
+    from labkit.quiz import load_quiz
 
     quiz = load_quiz(ROOT / "quizzes" / "01_attention_basics.json")
     overflow = next(q for q in quiz.questions if q.id == "float16-overflow")
@@ -70,8 +70,8 @@ def test_module_01_quiz_explanation_numbers():
 def test_module_01_trained_heads_prose():
     """Section 8's preview of a trained model names heads and what they do: the tiny MiniMind shows
     exactly that on the notebook's own strings (each written twice)."""
-    from minimind_ref.teaching import tiny_heads as th
-    from minimind_ref.teaching.tiny_model import fixed_threads, load_tiny_model
+    from labkit import tiny_heads as th
+    from labkit.tiny_model import fixed_threads, load_tiny_model
 
     code = code_of("01_attention_basics.ipynb")
     span = re.search(r'^span = "([^"]+)"$', code, re.M).group(1)

@@ -100,7 +100,7 @@ def test_module_02_notebook_prose_numbers():
     ceiling = 0.5 + 0.5 / values
     assert f"`1/2 + 1/{2 * values} ≈ {round(100 * ceiling)}%`" in text
     # the quiz section
-    from minimind_ref.teaching.quiz import load_quiz
+    from labkit.quiz import load_quiz
 
     count = len(load_quiz(ROOT / "quizzes" / "02_qkv.json").questions)
     words = {12: "Twelve", 11: "Eleven", 10: "Ten", 9: "Nine", 8: "Eight"}
@@ -108,7 +108,7 @@ def test_module_02_notebook_prose_numbers():
 
 
 def test_module_02_quiz_explanation_numbers():
-    from minimind_ref.teaching.quiz import load_quiz
+    from labkit.quiz import load_quiz
 
     quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "02_qkv.json").questions}
     config, sizes = minimind_sizes()

@@ -89,7 +89,7 @@ def test_module_03_notebook_prose_numbers():
 
 
 def test_module_03_quiz_explanation_numbers():
-    from minimind_ref.teaching.quiz import load_quiz
+    from labkit.quiz import load_quiz
 
     quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "03_multi_head.json").questions}
     gqa, mha = attention_counts(), attention_counts(num_key_value_heads=8)

@@ -160,7 +160,7 @@ def test_notebook_prose_numbers():
 
 
 def test_quiz_explanation_numbers():
-    from minimind_ref.teaching.quiz import load_quiz
+    from labkit.quiz import load_quiz
 
     quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "04_gqa.json").questions}
     c, h, kv, d, layers = (DEFAULT.hidden_size, DEFAULT.num_attention_heads, DEFAULT.num_key_value_heads,

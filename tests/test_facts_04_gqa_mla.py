@@ -6,7 +6,7 @@ DeepSeek-V2's sizes come from its paper (arXiv 2405.04434, section 3.1: 60 layer
 5120, 128 attention heads of 128, KV compression d_c = 512, query compression d_c' = 1536, decoupled
 rotary part d_R = 64), which its released config.json repeats. transformers' DeepseekV3Config
 defaults hold DeepSeek-V3's sizes, whose attention is the same; DeepseekV2Config's defaults share the
-MLA sizes but not the head count. Both are checked below, so a wrong constant in minimind_ref/mla.py
+MLA sizes but not the head count. Both are checked below, so a wrong constant in minimind_ref/variants/mla.py
 fails here.
 """
 
@@ -19,8 +19,8 @@ import nbformat
 import torch
 
 import minimind_ref as mm
-from minimind_ref.mla import DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention
-from minimind_ref.teaching.quiz import load_quiz
+from minimind_ref.variants.mla import DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention
+from labkit.quiz import load_quiz
 from experiment_scripts import load_experiment
 
 ROOT = Path(__file__).resolve().parents[1]

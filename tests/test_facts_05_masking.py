@@ -151,7 +151,7 @@ def test_notebook_prose_numbers():
 
 
 def quiz_explanations() -> dict[str, str]:
-    from minimind_ref.teaching.quiz import load_quiz
+    from labkit.quiz import load_quiz
 
     quiz = load_quiz(ROOT / "quizzes" / "05_masking.json")
     return {q.id: flat(q.explanation) for q in quiz.questions}

@@ -39,7 +39,7 @@ def notebook_markdown() -> str:
 
 
 def explanation(qid: str) -> str:
-    from minimind_ref.teaching.quiz import load_quiz
+    from labkit.quiz import load_quiz
 
     quiz = load_quiz(ROOT / "quizzes" / "06_rope.json")
     question = next(q for q in quiz.questions if q.id == qid)

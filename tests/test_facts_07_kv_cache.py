@@ -17,7 +17,7 @@ import torch
 
 import minimind_ref as mm
 from experiment_scripts import load_experiment
-from minimind_ref.teaching.quiz import load_quiz
+from labkit.quiz import load_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = (ROOT / "modules" / "07_kv_cache" / "README.md").read_text()

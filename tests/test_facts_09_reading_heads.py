@@ -15,10 +15,10 @@ import nbformat
 import pytest
 import torch
 
-from minimind_ref.teaching import tiny_data as td
-from minimind_ref.teaching import tiny_heads as th
-from minimind_ref.teaching import tiny_model as tm
-from minimind_ref.teaching.quiz import load_quiz
+from labkit import tiny_data as td
+from labkit import tiny_heads as th
+from labkit import tiny_model as tm
+from labkit.quiz import load_quiz
 from quoting import quoted
 
 ROOT = Path(__file__).resolve().parents[1]

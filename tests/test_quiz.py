@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from minimind_ref.teaching.quiz import (
+from labkit.quiz import (
     MAX_CHOICES, QUIZ_SCHEMA, Feedback, Question, QuizError, Score, format_number, load_quiz,
     parse_quiz, parse_response, quiz_text, run_terminal_quiz,
 )
@@ -625,7 +625,7 @@ def test_the_runner_takes_a_path_and_a_bad_file_raises_before_asking(quizzes):
 
 
 def test_quiz_check_command(quizzes, capsys):
-    from minimind_ref.teaching.quiz import _main
+    from labkit.quiz import _main
 
     good, bad = quizzes / "01_attention_basics.json", quizzes / "02_qkv.json"
     good.write_text(json.dumps(sample()))

@@ -8,9 +8,9 @@ import json
 import ipywidgets as widgets
 import pytest
 
-from minimind_ref.teaching import quiz_widget as qw
-from minimind_ref.teaching.catalog import CourseError
-from minimind_ref.teaching.quiz import parse_quiz, quiz_text
+from labkit import quiz_widget as qw
+from labkit.course.catalog import CourseError
+from labkit.quiz import parse_quiz, quiz_text
 
 QUIZ = {
     "module": "01_attention_basics",

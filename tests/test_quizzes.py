@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from minimind_ref.teaching.quiz import load_quiz
+from labkit.quiz import load_quiz
 from quiz_answers import RECOMPUTED, Estimate
 
 ROOT = Path(__file__).resolve().parents[1]

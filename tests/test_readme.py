@@ -1,6 +1,8 @@
 """The README tells the truth: its commands exist, its links resolve, its numbers are computed."""
 
 import re
+
+import pytest
 import subprocess
 from pathlib import Path
 
@@ -38,9 +40,18 @@ def test_relative_links_resolve():
             assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
 
 
-def test_files_named_in_the_implementation_table_exist():
-    for name in re.findall(r"^\| `([\w/]+(?:\.py)?)` \|", README, flags=re.M):
-        assert (ROOT / "minimind_ref" / name).exists(), name
+@pytest.mark.parametrize("package, heading", [("minimind_ref", "## The reference implementation"),
+                                              ("labkit", "## The course kit")])
+def test_each_package_table_names_every_file_and_only_files_that_exist(package, heading):
+    section = README.split(heading, 1)[1].split("\n## ", 1)[0]
+    first_cells = re.findall(r"^\| ([^|]+) \|", section, flags=re.M)
+    named = {name for cell in first_cells for name in re.findall(r"`([\w/.]+)`", cell)}
+    for name in named:
+        assert (ROOT / package / name).exists(), f"README names {package}/{name}, which does not exist"
+    on_disk = {path.name for path in (ROOT / package).glob("*.py") if path.name != "__init__.py"}
+    on_disk |= {path.name + "/" for path in (ROOT / package).iterdir()
+                if path.is_dir() and not path.name.startswith(("_", "."))}
+    assert on_disk - named == set(), f"files of {package}/ missing from the README's table"
 
 
 def test_default_model_numbers_are_the_computed_ones():

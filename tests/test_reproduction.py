@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import save
 
-from minimind_ref.teaching import reproduction as rp
+from labkit import reproduction as rp
 
 
 def test_the_fingerprint_names_what_decides_the_last_bits():

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minimind_ref.teaching.slides import remote_urls, slide_types, write_slides
+from labkit.course.slides import remote_urls, slide_types, write_slides
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from minimind_ref.teaching.notebook_runner import execute_notebook
+from labkit.course.notebook_runner import execute_notebook
 
-from minimind_ref.teaching.checks import STRICT_ENV
-from minimind_ref.teaching.student import (BEGIN, END, PLACEHOLDER, StudentCopyError, strip_solution,
+from labkit.checks import STRICT_ENV
+from labkit.course.student import (BEGIN, END, PLACEHOLDER, StudentCopyError, strip_solution,
                                            student_notebook, write_student_copies)
 
 ROOT = Path(__file__).resolve().parents[1]

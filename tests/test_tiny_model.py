@@ -17,10 +17,10 @@ import sys
 import pytest
 import torch
 
-from minimind_ref.teaching import tiny_data as td
-from minimind_ref.teaching import tiny_heads as th
-from minimind_ref.teaching import tiny_model as tm
-from minimind_ref.teaching.training import IGNORE_INDEX
+from labkit import tiny_data as td
+from labkit import tiny_heads as th
+from labkit import tiny_model as tm
+from labkit.training import IGNORE_INDEX
 
 SMALL = tm.Recipe(steps=3, warmup=1, batch_size=4, seq_len=32, synthetic=2)
 
@@ -152,7 +152,7 @@ def test_a_rebuild_with_another_seed_is_far_outside_the_bounds():
     recipe = tm.Recipe()
     first, _ = tm.train_tiny(recipe, steps=2)
     other, _ = tm.train_tiny(tm.Recipe(seed=1), steps=2)
-    from minimind_ref.teaching.reproduction import weight_distance
+    from labkit.reproduction import weight_distance
 
     assert weight_distance(tm._tensors(other), tm._tensors(first)) > 1e4 * tm.PREFIX_WEIGHTS_RTOL
 
@@ -233,7 +233,7 @@ def test_the_checkpoint_loads_into_the_tiny_model(trained, report):
 def test_a_missing_checkpoint_says_how_to_make_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="make train-tiny") as missing:
         tm.load_tiny_model(tmp_path / "nothing.safetensors")
-    assert "saved to minimind_ref/teaching/checkpoints/tiny_minimind.safetensors" in str(missing.value)
+    assert "saved to labkit/checkpoints/tiny_minimind.safetensors" in str(missing.value)
 
 
 def test_a_script_without_the_checkpoint_exits_2_with_that_message(tmp_path, capsys):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minimind_ref as mm
-from minimind_ref.teaching.training import IGNORE_INDEX, learning_rate, next_token_loss, train
+from labkit.training import IGNORE_INDEX, learning_rate, next_token_loss, train
 from model_factory import small_config
 
 

@@ -20,8 +20,8 @@ import sys
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, precompute_freqs_cis
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
 
 EPS32 = torch.finfo(torch.float32).eps
 BROKEN = 1e-2  # "not equivariant": an error of at least 1% of the output, far above any rounding

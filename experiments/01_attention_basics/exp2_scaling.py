@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import scaled_dot_product_attention
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 SIGMAS = 5  # a sample mean further than 5 standard errors from its expectation: odds ~1 in 3.5 million
 MIN_MAX_DK = 256  # the saturation claims need a large head: unscaled logits with std >= 16

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import scaled_dot_product_attention
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
           "float64": torch.float64}

@@ -27,8 +27,8 @@ import sys
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
 
 EPS32 = torch.finfo(torch.float32).eps
 TIED_SELF_FRACTION = 0.9  # tied: the diagonal must win at least 90% of the rows (it wins ~100%)

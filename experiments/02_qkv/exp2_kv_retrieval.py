@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from minimind_ref import scaled_dot_product_attention
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
-from minimind_ref.teaching.training import train
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
+from labkit.training import train
 
 NUM_KEYS = 16
 NUM_VALUES = 16

@@ -29,9 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from minimind_ref import scaled_dot_product_attention
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
-from minimind_ref.teaching.training import train
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
+from labkit.training import train
 
 NUM_SYMBOLS = 16  # couples (0, 1), (2, 3), ...: the partner of s is s ^ 1
 NUM_VALUES = 16

@@ -26,8 +26,8 @@ import torch
 
 from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
                           scaled_dot_product_attention)
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
 
 EPS32 = torch.finfo(torch.float32).eps
 HEAD_COUNTS = (1, 2, 4, 8)

@@ -32,10 +32,10 @@ import torch
 import torch.nn.functional as F
 
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
-from minimind_ref.teaching.tiny_heads import ablated
-from minimind_ref.teaching.training import IGNORE_INDEX, train
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
+from labkit.tiny_heads import ablated
+from labkit.training import IGNORE_INDEX, train
 
 LEARNED = 0.99  # accuracy that counts as "learned the task"
 FOCUSED = 0.8  # a head "looks at" a token when it puts at least this much weight there on average

@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 MIB = 2 ** 20
 NAMES = {1: "MQA"}

@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.training import IGNORE_INDEX, train
+from labkit.experiment import Experiment, print_table
+from labkit.training import IGNORE_INDEX, train
 
 HEADS = 8
 GROUPS = (8, 4, 2, 1)

@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 MIB = 2 ** 20
 VARIANTS = {"MHA": 8, "GQA": 2, "MQA": 1}  # name -> key/value heads

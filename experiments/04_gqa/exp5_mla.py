@@ -36,9 +36,9 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from minimind_ref.mla import (DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention, absorb_query,
+from minimind_ref.variants.mla import (DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention, absorb_query,
                               rotate_from)
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 F32 = torch.float32
 

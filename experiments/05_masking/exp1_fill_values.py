@@ -24,8 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from minimind_ref import combined_mask, scaled_dot_product_attention
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16}

@@ -25,8 +25,8 @@ from torch.nn.attention.bias import causal_lower_right
 
 from minimind_ref import (KVCache, MiniMindConfig, MiniMindForCausalLM, causal_mask, fused_attention,
                           scaled_dot_product_attention)
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
 
 EPS32 = torch.finfo(torch.float32).eps
 

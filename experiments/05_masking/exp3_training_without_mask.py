@@ -6,7 +6,7 @@ Each training sequence is 16 tokens from a vocabulary of 16: a 4-token "word", 4
 word again, 4 random tokens. Only the second copy of the word is predictable: a model that sees
 just the past must pay ln 16 nats for each of the other 11 targets, a floor of 11/15 x ln 16 = 2.03
 nats per token. Two copies of the same small MiniMind (one layer, MiniMind's RoPE) train with
-`minimind_ref.teaching.training.train` on the same batches: one with its causal mask, one whose
+`labkit.training.train` on the same batches: one with its causal mask, one whose
 attention layers are handed an all-True mask by a forward pre-hook, so every position sees every
 input token. The script reports the training loss, where the unmasked model's attention goes, and
 two held-out accuracies on the second copy of the word: with the whole sequence given (as in
@@ -25,9 +25,9 @@ import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
-from minimind_ref.teaching.training import train
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
+from labkit.training import train
 
 VOCAB, WORD, GAP = 16, 4, 4
 LENGTH = 2 * WORD + 2 * GAP  # word, noise, word, noise

@@ -25,9 +25,9 @@ import torch
 
 from exp3_training_without_mask import SECOND, WORD, build_model, word_sequences
 from minimind_ref import combined_mask
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
-from minimind_ref.teaching.training import train
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
+from labkit.training import train
 
 PAD = 0  # any token id: the attention mask, not the id, is what hides a pad
 

@@ -26,8 +26,8 @@ import torch
 
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import apply_rotary_complex, interleaved_to_half_permutation, rope_inverse_frequencies
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
 
 EPS32 = torch.finfo(torch.float32).eps
 DIFFERENT = 0.1  # "a different rotation": an error of at least 10% of the largest entry

@@ -27,8 +27,8 @@ import torch
 
 from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
                           scaled_dot_product_attention)
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
 
 EPS32 = torch.finfo(torch.float32).eps
 BROKEN = 0.01  # "depends on the shift": an output error of at least 1% of the output's size

@@ -27,7 +27,7 @@ import torch
 
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import rope_decay_bound
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 BASES = (1e4, 1e6)  # RoFormer's (and the Transformer's) base, and MiniMind's rope_theta
 QUARTER = 0.25  # the decay milestone: an octave whose mean bound is below a quarter of the start

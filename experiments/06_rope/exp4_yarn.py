@@ -35,7 +35,7 @@ import torch
 
 from minimind_ref import MINIMIND_YARN, MiniMindConfig, MiniMindModel, apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import rope_inverse_frequencies, yarn_inverse_frequencies, yarn_ramp
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 SEEN = 1.001  # an angle more than 0.1% beyond the largest one training produced counts as unseen
 

@@ -23,8 +23,8 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.models import random_minimind
+from labkit.experiment import Experiment, print_table
+from labkit.models import random_minimind
 
 # float32 keeps about 7 significant digits; a logit of size ~5 that went through a few hundred
 # roundings in a different order can move by ~1e-5. 1e-4 of the largest logit leaves a margin

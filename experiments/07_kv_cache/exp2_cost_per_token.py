@@ -27,7 +27,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 MIN_STEP_SPEEDUP = 3.0  # time per step near the end, no cache / cache (the FLOP ratio is ~100x there)
 MIN_EXPONENT_GAP = 0.3  # total-time growth exponent, no cache minus cache (FLOPs: about 2 vs 1)

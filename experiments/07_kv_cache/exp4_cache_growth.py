@@ -26,7 +26,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 aten = torch.ops.aten
 MIN_STEP_SLOWDOWN = 2.0  # concat vs preallocated, time per step over the last 10% of steps

@@ -32,8 +32,8 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.models import random_minimind
+from labkit.experiment import Experiment, print_table
+from labkit.models import random_minimind
 
 ROUNDING = 1e-4  # a correct decoder agrees with the reference to float32 rounding (exp1: ~1e-5)
 BROKEN = 0.1  # a broken one is off by at least this much somewhere (observed: several units)

@@ -21,8 +21,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from minimind_ref import flash_attention
-from minimind_ref.teaching.experiment import Experiment, print_table
+from minimind_ref.variants import flash_attention
+from labkit.experiment import Experiment, print_table
 
 
 def add_arguments(parser):

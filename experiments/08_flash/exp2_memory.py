@@ -4,7 +4,7 @@ quadratically.
 
 For causal attention with B=1, H=8, D=64 in float32 and T = S from 256 up, the script runs
 explicit attention (minimind_ref.scaled_dot_product_attention), flash_attention and torch's SDPA,
-and records every tensor each one creates while it runs (minimind_ref.teaching.memory's
+and records every tensor each one creates while it runs (labkit.memory's
 TensorMemory, a TorchDispatchMode that sees each torch op's outputs): the peak of their total size
 while alive at once, and the largest single tensor. The inputs q, k, v are not counted; the output
 is. Explicit attention creates several [H, T, T] tensors (scores, masked scores, weights), so its
@@ -24,13 +24,14 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.memory import TensorMemory
+from minimind_ref.variants import flash_attention
+from labkit.experiment import Experiment, print_table
+from labkit.memory import TensorMemory
 
 HEADS, HEAD_DIM = 8, 64
 CONTENDERS = {
     "explicit": lambda q, k, v: mm.scaled_dot_product_attention(q, k, v, is_causal=True),
-    "flash_attention": lambda q, k, v: mm.flash_attention(q, k, v, is_causal=True),
+    "flash_attention": lambda q, k, v: flash_attention(q, k, v, is_causal=True),
     "torch SDPA": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
 }
 

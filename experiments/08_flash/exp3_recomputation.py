@@ -23,12 +23,13 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
-from minimind_ref.teaching.experiment import Experiment, print_table
+from minimind_ref.variants import flash_attention
+from labkit.experiment import Experiment, print_table
 
 HEADS, HEAD_DIM = 8, 64
 PATHS = {
     "explicit": lambda q, k, v: mm.scaled_dot_product_attention(q, k, v),
-    "flash_attention": lambda q, k, v: mm.flash_attention(q, k, v),
+    "flash_attention": lambda q, k, v: flash_attention(q, k, v),
 }
 
 

@@ -25,7 +25,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from minimind_ref.teaching.experiment import Experiment, print_table
+from labkit.experiment import Experiment, print_table
 
 BYTES_PER_ELEMENT = 2  # fp16 / bf16, as on the GPU
 HBM_BYTES_PER_S = 1.5e12  # A100 HBM: 1.5-2.0 TB/s (FlashAttention paper, section 2.1)

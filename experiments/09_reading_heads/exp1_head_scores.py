@@ -3,9 +3,9 @@ each far above what a head spreading its weight evenly would score, and a head t
 its weight on the first token.
 
 The model is the course's small trained MiniMind (2 layers x 4 heads, trained by `make train-tiny`;
-see minimind_ref/teaching/tiny_model.py). It reads prompts made of BOS, a span of random printable
+see labkit/tiny_model.py). It reads prompts made of BOS, a span of random printable
 characters, and the same span again. On such a prompt every head gets three scores, each a mean
-attention weight (minimind_ref/teaching/tiny_heads.py):
+attention weight (labkit/tiny_heads.py):
 
 - previous: on key t - 1, over the queries t = 1 .. T - 1;
 - induction: on key i - n + 1 (the token after the earlier occurrence of the current token), over
@@ -29,11 +29,11 @@ import sys
 import matplotlib.pyplot as plt
 import torch
 
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
-from minimind_ref.teaching.tiny_heads import (attention_weights, first_token_scores, induction_scores,
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
+from labkit.tiny_heads import (attention_weights, first_token_scores, induction_scores,
                                               measure_head_scores, previous_token_scores, repeated_probe)
-from minimind_ref.teaching.tiny_model import load_tiny_model_or_exit
+from labkit.tiny_model import load_tiny_model_or_exit
 
 STRONG = 0.5  # a head "does" a pattern when its score is above this
 TIMES_EVEN = 5.0  # ... and at least this many times what an evenly spread head scores

@@ -9,7 +9,7 @@ measure is its loss on the second copy (from its second character on, since the 
 told): near 0 when it copies, about ln 95 = 4.55 when it guesses among the printable characters.
 A head is switched off by replacing its slice of the attention output, before o_proj mixes the
 heads, with (a) its mean over the batch and positions ("mean ablation", the default) or (b) zeros
-("zero ablation"); minimind_ref/teaching/tiny_heads.py, `ablated`. The roles of the heads come from
+("zero ablation"); labkit/tiny_heads.py, `ablated`. The roles of the heads come from
 their attention scores (exp1_head_scores.py).
 
 Why it matters: a heatmap shows where a head looks, not whether the model needs it. An induction
@@ -28,10 +28,10 @@ import sys
 import matplotlib.pyplot as plt
 import torch
 
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.tiny_data import PRINTABLE
-from minimind_ref.teaching.tiny_heads import ablated, measure_head_scores, repeat_loss, repeated_probe
-from minimind_ref.teaching.tiny_model import load_tiny_model_or_exit
+from labkit.experiment import Experiment, print_table
+from labkit.tiny_data import PRINTABLE
+from labkit.tiny_heads import ablated, measure_head_scores, repeat_loss, repeated_probe
+from labkit.tiny_model import load_tiny_model_or_exit
 
 GUESSING = math.log(len(PRINTABLE))  # the loss of an even guess among the printable characters
 BROKEN = 0.5 * GUESSING  # copying is broken: the loss is above half of guessing

@@ -3,7 +3,7 @@ do: the induction heads do it in the first copy of a repeated span, where nothin
 and leave BOS in the second copy; one head does it on random characters but not on code. And it is
 the BOS token they park on, not whatever comes first: without BOS the parking is gone.
 
-Three measurements of the mean attention weight on position 0 (minimind_ref/teaching/tiny_heads.py,
+Three measurements of the mean attention weight on position 0 (labkit/tiny_heads.py,
 `first_token_scores`), on prompts of BOS + n random printable characters + the same n again:
 1. each induction head, over the queries of the first copy (nothing has occurred before, so there
    is nothing to copy) and over those of the second copy (the earlier occurrence is there);
@@ -23,11 +23,11 @@ import sys
 
 import torch
 
-from minimind_ref.teaching.experiment import Experiment, print_table
-from minimind_ref.teaching.heatmaps import show_heatmaps
-from minimind_ref.teaching.tiny_heads import (attention_weights, first_token_scores, measure_head_scores,
+from labkit.experiment import Experiment, print_table
+from labkit.heatmaps import show_heatmaps
+from labkit.tiny_heads import (attention_weights, first_token_scores, measure_head_scores,
                                               repeated_probe, text_probe)
-from minimind_ref.teaching.tiny_model import load_tiny_model_or_exit
+from labkit.tiny_model import load_tiny_model_or_exit
 
 PARKS = 0.5  # a head "parks" when it puts more than half its weight on position 0
 IDLE = 0.4  # the induction heads, on average, put more than this on BOS in the first copy ...

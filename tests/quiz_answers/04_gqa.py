@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import minimind_ref as mm
-from minimind_ref.mla import DEEPSEEK_V2, LatentCache
+from minimind_ref.variants.mla import DEEPSEEK_V2, LatentCache
 
 
 def _kv_head_of_query(query_head: int = 6) -> int:

@@ -8,7 +8,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
-from minimind_ref.flash import key_tiles
+from minimind_ref.variants.flash_attention import key_tiles
 
 
 def _score_matrix_gib(seq_len: int = 8192) -> float:

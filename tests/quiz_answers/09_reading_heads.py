@@ -6,9 +6,9 @@ import math
 
 import torch
 
-from minimind_ref.teaching import tiny_heads as th
-from minimind_ref.teaching.tiny_data import VOCAB_SIZE
-from minimind_ref.teaching.tiny_model import build_model, parameter_count
+from labkit import tiny_heads as th
+from labkit.tiny_data import VOCAB_SIZE
+from labkit.tiny_model import build_model, parameter_count
 
 
 def _induction_key(query: int = 30, span: int = 24) -> int:

@@ -8,7 +8,7 @@ saved in the safetensors format (plain tensors and a text header: loading it run
     make train-tiny                  # train it, save the checkpoint, report what it learned
     make train-tiny ARGS=--check     # train it again and check the result is the committed model
 
-    from minimind_ref.teaching.tiny_model import load_tiny_model, load_tiny_model_or_exit
+    from labkit.tiny_model import load_tiny_model, load_tiny_model_or_exit
     model, tokenizer = load_tiny_model()          # eval mode; FileNotFoundError says how to make it
     model, tokenizer = load_tiny_model_or_exit()  # in a script: prints that message and exits 2 instead
 
@@ -46,7 +46,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from .. import MiniMindConfig, MiniMindForCausalLM
+from minimind_ref import MiniMindConfig, MiniMindForCausalLM
 from .reproduction import Reproduction, compare, fingerprint_differences, machine_fingerprint, weight_distance
 from .tiny_data import (BOS, HELD_OUT_FILES, TRAIN_FILES, VOCAB_SIZE, ByteTokenizer, DataMix,
                         held_out_text, text_sha256, train_text)
@@ -220,7 +220,7 @@ def _require(path: Path) -> None:
     if not Path(path).is_file():
         raise FileNotFoundError(
             f"The tiny trained MiniMind is missing ({path}). Make it with `make train-tiny` "
-            f"(a few minutes on a CPU); it is saved to {CHECKPOINT.relative_to(CHECKPOINT.parents[3])}.")
+            f"(a few minutes on a CPU); it is saved to {CHECKPOINT.relative_to(CHECKPOINT.parents[2])}.")
 
 
 def prefix_path(checkpoint: Path) -> Path:

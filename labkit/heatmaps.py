@@ -16,7 +16,7 @@ layer, each [B, H, T, S]. Stack them and pick one example of the batch:
 
     >>> import torch
     >>> from minimind_ref import MiniMindConfig, MiniMindForCausalLM
-    >>> from minimind_ref.teaching.heatmaps import show_heatmaps
+    >>> from labkit.heatmaps import show_heatmaps
     >>> model = MiniMindForCausalLM(MiniMindConfig(hidden_size=64, num_hidden_layers=2,
     ...                             num_attention_heads=4, num_key_value_heads=2, vocab_size=128))
     >>> out = model(torch.tensor([[5, 17, 42, 8]]), output_attentions=True)

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from minimind_ref.teaching.quiz_model import _NUMBER, Question, Quiz, _finite, letter
+from labkit.quiz_model import _NUMBER, Question, Quiz, _finite, letter
 
 QUESTION_TYPES = ("single", "multiple", "numeric")
 # Choices are labelled A, B, C...; twelve (A to L) keeps the labels clear of the terminal's
@@ -93,10 +93,14 @@ def _object(pairs: List[Tuple[str, Any]]) -> _Object:
 def _shown(path: Path) -> str:
     """The path as the learner would type it: relative to the current folder or, failing that,
     to the course root; else as given."""
-    from minimind_ref.teaching.catalog import find_course_root
+    from labkit.course.catalog import CourseError, find_course_root
 
     resolved = path.resolve()
-    for base in (Path.cwd().resolve(), find_course_root()):
+    try:
+        bases = [Path.cwd().resolve(), find_course_root()]
+    except CourseError:  # a quiz file outside any course: shown relative to here, or as given
+        bases = [Path.cwd().resolve()]
+    for base in bases:
         try:
             return resolved.relative_to(base).as_posix()
         except ValueError:

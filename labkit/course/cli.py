@@ -1,13 +1,13 @@
 """The command line behind the make targets, so each target is one short line in the Makefile.
 
-    python -m minimind_ref.teaching list             modules, and which parts each has
-    python -m minimind_ref.teaching exp 03           run module 03's experiment scripts
-    python -m minimind_ref.teaching experiments      run every module's experiment scripts
-    python -m minimind_ref.teaching quiz 03          take module 03's quiz in the terminal
-    python -m minimind_ref.teaching notebooks [03]   re-execute notebooks, storing fresh outputs
-    python -m minimind_ref.teaching student [--force] student copies, solutions removed
-    python -m minimind_ref.teaching slides 03        module 03's notebook as offline slides
-    python -m minimind_ref.teaching portability [03] notebooks run as other machines would: what changes
+    python -m labkit.course list             modules, and which parts each has
+    python -m labkit.course exp 03           run module 03's experiment scripts
+    python -m labkit.course experiments      run every module's experiment scripts
+    python -m labkit.course quiz 03          take module 03's quiz in the terminal
+    python -m labkit.course notebooks [03]   re-execute notebooks, storing fresh outputs
+    python -m labkit.course student [--force] student copies, solutions removed
+    python -m labkit.course slides 03        module 03's notebook as offline slides
+    python -m labkit.course portability [03] notebooks run as other machines would: what changes
 
 Exit status: 0 when all went well, 1 when a script or notebook failed, 2 for a mistake the
 learner can fix (unknown module, a part not written yet, a malformed quiz file), printed without a
@@ -23,9 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from minimind_ref.teaching.catalog import CourseError, all_modules, check, find_course_root
-from minimind_ref.teaching.portability import ENVIRONMENTS
-from minimind_ref.teaching.quiz import QuizError, load_quiz, run_terminal_quiz
+from labkit.course.catalog import CourseError, all_modules, check, find_course_root
+from labkit.course.portability import ENVIRONMENTS
+from labkit.quiz import QuizError, load_quiz, run_terminal_quiz
 
 
 def _summary(results: list[tuple[str, bool, float]]) -> int:
@@ -106,7 +106,7 @@ def _execute_notebook(path: Path) -> None:
     """
     import nbformat
 
-    from minimind_ref.teaching.notebook_runner import execute_notebook
+    from labkit.course.notebook_runner import execute_notebook
 
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:  # timestamps of earlier runs: noise in every diff
@@ -142,7 +142,7 @@ def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
 
 def cmd_portability(args: argparse.Namespace, root: Path) -> int:
     """Execute one notebook, or all, under stand-ins for other machines; list the outputs that change."""
-    from minimind_ref.teaching.portability import machines_from, report, run_on
+    from labkit.course.portability import machines_from, report, run_on
 
     module = check("portability", args.module, root)
     paths = [module.notebook] if module is not None else [m.notebook for m in all_modules(root) if m.notebook]
@@ -159,7 +159,7 @@ def cmd_portability(args: argparse.Namespace, root: Path) -> int:
 
 def cmd_student(args: argparse.Namespace, root: Path) -> int:
     """Write outputs/student/NN_slug.ipynb for every notebook, solutions removed, checks kept."""
-    from minimind_ref.teaching.student import StudentCopyError, write_student_copies
+    from labkit.course.student import StudentCopyError, write_student_copies
 
     notebooks = sorted((root / "notebooks").glob("*.ipynb"))
     if not notebooks:
@@ -180,7 +180,7 @@ def cmd_student(args: argparse.Namespace, root: Path) -> int:
 
 def cmd_slides(args: argparse.Namespace, root: Path) -> int:
     """Write outputs/slides/NN_slug.slides.html, an offline reveal.js deck of the module's notebook."""
-    from minimind_ref.teaching.slides import SlidesError, write_slides
+    from labkit.course.slides import SlidesError, write_slides
 
     module = check("slides", args.module, root)
     out_dir = root / "outputs" / "slides"
@@ -197,7 +197,7 @@ def cmd_slides(args: argparse.Namespace, root: Path) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m minimind_ref.teaching",
+        prog="python -m labkit.course",
         description="Attention Lab: run a module's experiments, quiz and notebooks.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -54,11 +54,11 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import nn
 
-from .attention import scaled_dot_product_attention
-from .config import ConfigError
-from .kv_cache import DEFAULT_CAPACITY, CacheError
-from .norm import RMSNorm
-from .rope import apply_rotary_pos_emb, interleaved_to_half_permutation, precompute_freqs_cis
+from ..attention import scaled_dot_product_attention
+from ..config import ConfigError
+from ..kv_cache import DEFAULT_CAPACITY, CacheError
+from ..norm import RMSNorm
+from ..rope import apply_rotary_pos_emb, interleaved_to_half_permutation, precompute_freqs_cis
 
 
 @dataclass(frozen=True)

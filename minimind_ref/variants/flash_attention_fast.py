@@ -1,30 +1,20 @@
-"""FlashAttention in plain PyTorch: exact attention by tiles, never building the T x S scores (module 08).
+"""FlashAttention made fast in PyTorch: the algorithm of flash_attention.py, with tricks (module 08).
 
-Explicit attention (attention.py) builds the whole [T, S] score matrix, softmaxes it and multiplies
-it by V: memory and memory traffic grow with T * S. FlashAttention (Dao et al., arXiv 2205.14135;
-FlashAttention-2, arXiv 2307.08691) computes the same numbers tile by tile:
+Not part of MiniMind. Read `flash_attention.py` first: it is the algorithm as the papers state it,
+and the tests hold this file equal to it. What this version adds, and why each trick pays on a CPU:
 
-- a tile of queries meets one tile of keys at a time; its scores live only as long as that tile;
-- the **online softmax** keeps, for each query row, a running maximum `m`, a running sum
-  `l = sum exp(score - m)` and an unnormalised output `acc = sum exp(score - m) v`; when a later
-  tile raises the maximum, `l` and `acc` are rescaled by `exp(m_old - m_new)`. At the end
-  `out = acc / l`, and `lse = m + log(l)` is the row's log-sum-exp;
-- with a causal mask, key tiles entirely in a row tile's future are skipped, never computed, and
-  only the tile on the diagonal needs a mask;
-- the backward pass saves only q, k, v, the output and the log-sum-exp (O(T) numbers beyond the
-  inputs, not O(T S)) and **recomputes** each tile's probabilities as `exp(score - lse)`.
+- the scale is folded into the queries once, and a column of ones appended to the keys, so that
+  one matrix product computes `scale * q.k - m` (the running maximum subtracted for free);
+- the running maximum is raised lazily: it starts at one score each row surely sees and is raised
+  only when a tile's sum of exponentials would grow past a bound (TAU below), which skips a max
+  and a rescaling per tile; any shift gives the same softmax as long as nothing overflows;
+- `e^x` is computed as `2^(x log2 e)`: torch's exp2 is the cheaper function (FlashAttention-2's
+  kernels use the same identity);
+- the score tile, the accumulator and the shifted queries live in buffers allocated once and reused
+  in place, and each diagonal tile's mask is built once per shape.
 
-On a GPU the point is that a tile fits in on-chip SRAM, so the big matrices never travel to and
-from HBM. Here, in PyTorch on a CPU, the same structure keeps each tile in cache and the memory
-footprint linear in T; `torch.nn.functional.scaled_dot_product_attention` does the same in C++.
-
-Conventions, shared with `minimind_ref.scaled_dot_product_attention`:
-- q: [B, H, T, D]; k, v: [B, H, S, D]; output [B, H, T, D]; lse [B, H, T] (natural log);
-- causal masks are aligned to the bottom right (FlashAttention-2's choice, and masks.causal_mask's):
-  query i is the token at position i + S - T and sees keys 0 .. i + S - T. With a KV cache
-  (T < S) the new tokens see all the cached ones;
-- a row that sees no key at all (causal with T > S: the first T - S rows) gets output 0 and
-  lse -inf, never NaN, as explicit attention gives for a row whose keys are all masked.
+`make bench` (benchmarks/bench_flash.py) times this version; notebook 08 and the experiments use
+the readable one, whose speed is not the point.
 """
 
 from __future__ import annotations
@@ -34,10 +24,10 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["flash_attention", "key_tiles"]
+from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, check_inputs, key_tiles
 
-DEFAULT_BLOCK_Q = 256
-DEFAULT_BLOCK_K = 512
+__all__ = ["flash_attention_fast"]
+
 # When the running maximum m is raised. A textbook online softmax raises it at every tile whose
 # maximum is higher, which costs a pass over the tile (a max) and a rescaling. Mathematically any
 # shift m gives the same softmax; numerically, exp(score - m) must not overflow, and m must not be
@@ -56,7 +46,7 @@ BOUND = math.exp(TAU)
 LOG2E = 1.0 / math.log(2.0)
 
 
-def flash_attention(
+def flash_attention_fast(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -66,7 +56,9 @@ def flash_attention(
     block_k: int = DEFAULT_BLOCK_K,
     return_lse: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Exact attention softmax(q k^T * scale) v, computed by tiles. q: [B, H, T, D]; k, v: [B, H, S, D].
+    """flash_attention, faster: the same arguments, the same results up to float rounding.
+
+    Exact attention softmax(q k^T * scale) v, computed by tiles. q: [B, H, T, D]; k, v: [B, H, S, D].
 
     is_causal: hide the future, bottom-right aligned (query i sees keys up to i + S - T).
     scale: multiplies the scores; 1/sqrt(D) by default.
@@ -76,32 +68,11 @@ def flash_attention(
     return_lse: also return the log-sum-exp of each row's scaled scores, [B, H, T].
     Differentiable in q, k and v (and through lse): the backward pass recomputes the scores.
     """
-    _check_inputs(q, k, v, is_causal, scale, block_q, block_k)
+    check_inputs("flash_attention_fast", q, k, v, is_causal, scale, block_q, block_k)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     out, lse = _FlashAttention.apply(q, k, v, bool(is_causal), float(scale), int(block_q), int(block_k))
     return (out, lse) if return_lse else out
-
-
-def key_tiles(row_start: int, row_end: int, key_len: int, query_len: int, block_k: int,
-              is_causal: bool) -> list[tuple[int, int, bool]]:
-    """The key tiles that the query rows [row_start, row_end) must visit: (start, end, needs_mask).
-
-    Without a mask: every key, in tiles of block_k. Causal: query i sees keys j <= i + (S - T).
-    Keys before row_start + S - T are seen by every row of the tile: full tiles, no mask. Keys from
-    there up to row_end - 1 + S - T are seen by some rows only: one diagonal tile, masked. Keys
-    after that are in every row's future: skipped, never computed (about half the work when
-    T = S). The diagonal tile is as wide as the row tile, so about half of it is masked: wasted work.
-    """
-    if not is_causal:
-        return [(c, min(c + block_k, key_len), False) for c in range(0, key_len, block_k)]
-    offset = key_len - query_len
-    full_end = min(max(row_start + offset, 0), key_len)  # keys every row of the tile sees
-    diagonal_end = min(max(row_end + offset, 0), key_len)  # one past the last key any row sees
-    tiles = [(c, min(c + block_k, full_end), False) for c in range(0, full_end, block_k)]
-    if diagonal_end > full_end:
-        tiles.append((full_end, diagonal_end, True))
-    return tiles
 
 
 class _FlashAttention(torch.autograd.Function):
@@ -264,38 +235,3 @@ def _backward(q, k, v, out, lse, grad_out, grad_lse, is_causal, scale, block_q, 
             dk[:, keys] += torch.bmm(d_scores.transpose(1, 2), q_scaled)  # dK_j += dS^T Q_i * scale
         dq[:, rows] = d_q * scale
     return dq, dk, dv
-
-
-def _check_inputs(q, k, v, is_causal, scale, block_q, block_k):
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"flash_attention: {name} must be a torch.Tensor, got {type(t).__name__}.")
-        if t.dim() != 4:
-            raise ValueError(
-                f"flash_attention expects {name} as [batch, heads, seq, head_dim], got shape {tuple(t.shape)}.")
-        if t.dtype not in (torch.float32, torch.float64):
-            raise TypeError(
-                f"flash_attention computes in float32 or float64; {name} is {t.dtype}. Convert with "
-                f".float() (half-precision tiles would need float32 accumulators, which this "
-                f"teaching version leaves out).")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}.")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k and v must be on one device, got {q.device}, {k.device} and {v.device}.")
-    if k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}.")
-    if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
-        raise ValueError(
-            f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3).")
-    if q.shape[1] != k.shape[1]:
-        raise ValueError(
-            f"q has {q.shape[1]} heads but k and v have {k.shape[1]}: flash_attention needs one key/value "
-            f"head per query head; share grouped heads first with minimind_ref.repeat_kv.")
-    if not isinstance(is_causal, bool):
-        raise TypeError(f"is_causal must be True or False, got {is_causal!r}.")
-    for name, size in (("block_q", block_q), ("block_k", block_k)):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"{name} (a tile size) must be a positive int, got {size!r}.")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                              or not math.isfinite(scale)):
-        raise ValueError(f"scale must be a finite number or None (for 1/sqrt(head_dim)), got {scale!r}.")

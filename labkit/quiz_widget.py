@@ -3,7 +3,7 @@
 Only notebooks import this file (it needs ipywidgets). The questions, the grading and the wording
 of the feedback all come from quiz.py, so the notebook and `make quiz M=NN` mark alike.
 
-    from minimind_ref.teaching.quiz_widget import show_quiz
+    from labkit.quiz_widget import show_quiz
     show_quiz("01")          # or show_quiz("01_attention_basics"), a path, or a Quiz
 
 `show_quiz` also prints the questions as plain text (without answers): a notebook stored with its
@@ -21,8 +21,8 @@ from typing import Callable, Dict, List, Union
 import ipywidgets as widgets
 from IPython.display import display
 
-from minimind_ref.teaching.catalog import find_course_root, get_module, quiz_path
-from minimind_ref.teaching.quiz import Feedback, Question, Quiz, letter, load_quiz, parse_response, quiz_text
+from labkit.course.catalog import find_course_root, get_module, quiz_path
+from labkit.quiz import Feedback, Question, Quiz, letter, load_quiz, parse_response, quiz_text
 
 _RIGHT, _WRONG = "#1a7f37", "#b35900"  # green and orange: readable on light and dark themes
 _MATH = re.compile(r"(\$\$.+?\$\$|\$.+?\$)", re.S)

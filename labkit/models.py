@@ -24,3 +24,17 @@ def random_minimind(config: mm.MiniMindConfig, seed: int = 0, std: float = 0.1) 
             else:
                 param.normal_(0.0, std)
     return model.eval()
+
+
+def random_attention(config: mm.MiniMindConfig) -> mm.Attention:
+    """One `Attention` layer in eval mode whose projections are drawn from N(0, 1 / fan_in), drawn
+    from torch's current random state (seed it first).
+
+    MiniMind's own initialisation is tuned for a deep network; for one layer studied alone, weights
+    of variance 1 / fan_in keep the queries, keys and outputs about as large as the input, so the
+    attention weights are neither uniform nor one-hot and every effect under study is visible."""
+    layer = mm.Attention(config).eval()
+    with torch.no_grad():
+        for projection in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
+            projection.weight.normal_(0.0, projection.in_features ** -0.5)
+    return layer

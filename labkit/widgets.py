@@ -1,7 +1,7 @@
 """interact(): ipywidgets' interact, with a cell output that is the same in every front end.
 
     import ipywidgets as widgets
-    from minimind_ref.teaching.interact import interact
+    from labkit.widgets import interact
 
     def redraw(factor):
         show_heatmaps(weights_at(factor), titles=[f"scores x {factor:g}"])

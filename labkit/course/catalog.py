@@ -1,7 +1,7 @@
 """The course catalog: which modules the course plans, and which of their parts exist on disk.
 
 Every entry point that takes a module number (`make exp M=03`, `make quiz M=03`,
-`make notebooks M=03`, `python -m minimind_ref.teaching ...`) comes through here, so that all of
+`make notebooks M=03`, `python -m labkit.course ...`) comes through here, so that all of
 them accept the same numbers ("3" and "03") and explain a wrong one in the same words.
 
 Modules are discovered from disk, never from a fixed list: a module exists as soon as any one of
@@ -9,15 +9,18 @@ its parts does (`modules/NN_slug/`, `notebooks/NN_slug.ipynb`, `experiments/NN_s
 `quizzes/NN_slug.json`). `PLANNED_MODULES` only supplies slugs and titles, and lets an error tell a
 planned module that is not written yet from a number that means nothing.
 
-This file imports only the standard library and also runs as a plain script, with any Python 3:
+This file imports only the standard library, and so does every package above it (`labkit` and
+`labkit.course` import nothing at import time), so it runs with any Python 3, before torch or
+anything else is installed:
 
-    python minimind_ref/teaching/catalog.py check exp 03
+    python -m labkit.course.catalog check exp 03
 
 The Makefile uses that to explain a missing or wrong `M=` before it spends minutes building .venv.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -57,18 +60,43 @@ class CourseError(Exception):
     """
 
 
+ROOT_ENV = "ATTENTION_LAB_COURSE"  # names the course folder when it cannot be found from where you are
+
+
 def find_course_root(start: Optional[Path] = None) -> Path:
     """The folder that holds the course: the first one, walking up from `start` (default: the
-    current directory), with both a Makefile and minimind_ref/__init__.py.
+    current directory), that holds a module, that is an NN_slug entry in modules/, notebooks/,
+    experiments/ or quizzes/. The course is recognised by its content, wherever the package is
+    installed. ATTENTION_LAB_COURSE=/path/to/the/course overrides the search.
 
-    Falls back to the folder above the installed package, so the CLI also works when started from
-    somewhere else.
+    Raises CourseError, saying where it looked, when no folder qualifies.
     """
+    override = os.environ.get(ROOT_ENV)
+    if override:
+        folder = Path(override).expanduser().resolve()
+        if not _holds_a_module(folder):
+            raise CourseError(f"{ROOT_ENV}={override} is not an Attention Lab course: it has no NN_slug "
+                              f"entry in modules/, notebooks/, experiments/ or quizzes/.")
+        return folder
     here = Path(start if start is not None else Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "Makefile").is_file() and (folder / "minimind_ref" / "__init__.py").is_file():
+        if _holds_a_module(folder):
             return folder
-    return Path(__file__).resolve().parents[2]
+    raise CourseError(f"No Attention Lab course in {here} or any folder above it. Run this from inside the "
+                      f"course folder, or set {ROOT_ENV}=/path/to/the/course.")
+
+
+def _holds_a_module(folder: Path) -> bool:
+    for part_folder, suffix, is_dir in _PARTS.values():
+        entries = folder / part_folder
+        if entries.is_dir() and any(_ENTRY.match(_strip(entry.name, suffix)) and entry.is_dir() == is_dir
+                                    for entry in entries.iterdir()):
+            return True
+    return False
+
+
+def _strip(name: str, suffix: str) -> str:
+    return name[: -len(suffix)] if suffix and name.endswith(suffix) else name
 
 
 @dataclass(frozen=True)
@@ -288,10 +316,10 @@ def check(target: str, text: str, root: Path) -> Optional[Module]:
 
 
 def _script(argv: List[str]) -> int:
-    """`catalog.py check TARGET [NUMBER]`: silent and 0 when `make TARGET M=NUMBER` can go ahead,
+    """`python -m labkit.course.catalog check TARGET [NUMBER]`: silent and 0 when `make TARGET M=NUMBER` can go ahead,
     else one line on stderr and 2."""
     if len(argv) not in (2, 3) or argv[0] != "check" or argv[1] not in _REQUIREMENTS:
-        print(f"usage: catalog.py check {{{','.join(_REQUIREMENTS)}}} [NUMBER]", file=sys.stderr)
+        print(f"usage: python -m labkit.course.catalog check {{{','.join(_REQUIREMENTS)}}} [NUMBER]", file=sys.stderr)
         return 2
     try:
         check(argv[1], argv[2] if len(argv) == 3 else "", find_course_root())

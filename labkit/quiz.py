@@ -9,26 +9,26 @@ Each module has quizzes/NN_slug.json, data only (quizzes/README.md documents the
 authors). The notebook widget (quiz_widget.py) and `make quiz M=NN` both load it and grade it with
 these, so a question is marked, and its feedback worded, the same everywhere.
 
-This file only gathers the three, so that `from minimind_ref.teaching.quiz import ...` keeps
+This file only gathers the three, so that `from labkit.quiz import ...` keeps
 reaching every public name. None of the three imports it, which keeps the imports free of cycles:
 quiz_format.py and quiz_terminal.py import quiz_model.py, and quiz_model.py imports neither.
 
 Standard library only, so `make quiz` answers at once; the widget imports ipywidgets itself.
 
-    python -m minimind_ref.teaching.quiz check quizzes/*.json   validate quiz files (authors)
-    python -m minimind_ref.teaching.quiz schema                 print QUIZ_SCHEMA as JSON
+    python -m labkit.quiz check quizzes/*.json   validate quiz files (authors)
+    python -m labkit.quiz schema                 print QUIZ_SCHEMA as JSON
 """
 
 import sys
 
-from minimind_ref.teaching.quiz_format import (
+from labkit.quiz_format import (
     ID_PATTERN, MAX_CHOICES, QUESTION_KEYS, QUESTION_TYPES, QUIZ_SCHEMA, TOP_KEYS, QuizError,
     load_quiz, parse_quiz,
 )
-from minimind_ref.teaching.quiz_model import (
+from labkit.quiz_model import (
     Feedback, Question, Quiz, Score, format_number, letter, parse_response,
 )
-from minimind_ref.teaching.quiz_terminal import _main, quiz_text, run_terminal_quiz
+from labkit.quiz_terminal import _main, quiz_text, run_terminal_quiz
 
 __all__ = [
     "Feedback", "Question", "Quiz", "Score", "format_number", "letter", "parse_response",

@@ -9,7 +9,7 @@ compares every cell's text output with the stored one, as strict nbval does.
 
     make portability M=05                      # every stand-in below, one notebook
     make portability M=05 ARGS="--noise-seeds 4"   # more noisy machines: the spread of trained numbers
-    python -m minimind_ref.teaching portability 05 --machines one-thread
+    python -m labkit.course portability 05 --machines one-thread
 
 The stand-ins:
 - `other-kernels`: ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE, torch's portable C++ kernels
@@ -201,7 +201,7 @@ def _environment(variables: Dict[str, str]) -> Iterator[None]:
 
 
 def _noise_cell(seed: int) -> str:
-    return ("from minimind_ref.teaching.portability import LastBitNoise\n"
+    return ("from labkit.course.portability import LastBitNoise\n"
             f"LastBitNoise(seed={seed}).__enter__()  # active in this kernel from now on")
 
 

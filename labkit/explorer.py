@@ -1,7 +1,7 @@
 """explore(): type a prompt and look at every head of a model attending to it (module 09).
 
-    from minimind_ref.teaching.explorer import explore
-    from minimind_ref.teaching.tiny_model import load_tiny_model
+    from labkit.explorer import explore
+    from labkit.tiny_model import load_tiny_model
 
     model, tokenizer = load_tiny_model()
     explore(model, tokenizer, prompt="abcdefabcdef")     # the last line of a notebook cell
@@ -29,7 +29,7 @@ import torch
 from matplotlib.patches import Rectangle
 
 from .heatmaps import show_heatmaps
-from .interact import show_in
+from .widgets import show_in
 
 __all__ = ["AttentionExplorer", "explore", "top_keys"]
 

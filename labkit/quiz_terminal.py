@@ -1,5 +1,5 @@
 """Quizzes as plain text and in the terminal: quiz_text, run_terminal_quiz (`make quiz M=NN`) and
-the authors' command behind `python -m minimind_ref.teaching.quiz {check FILE... | schema}`."""
+the authors' command behind `python -m labkit.quiz {check FILE... | schema}`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Callable, List, Optional, Union
 
-from minimind_ref.teaching.quiz_format import QUIZ_SCHEMA, QuizError, load_quiz
-from minimind_ref.teaching.quiz_model import Feedback, Question, Quiz, Score, letter, parse_response
+from labkit.quiz_format import QUIZ_SCHEMA, QuizError, load_quiz
+from labkit.quiz_model import Feedback, Question, Quiz, Score, letter, parse_response
 
 def _kind_note(question: Question, terminal: bool = False) -> Optional[str]:
     if question.type == "multiple":
@@ -122,7 +122,7 @@ def _main(argv: List[str]) -> int:
         print(json.dumps(QUIZ_SCHEMA, indent=2, ensure_ascii=False))
         return 0
     if argv[:1] != ["check"] or len(argv) < 2:
-        print("usage: python -m minimind_ref.teaching.quiz {check FILE... | schema}", file=sys.stderr)
+        print("usage: python -m labkit.quiz {check FILE... | schema}", file=sys.stderr)
         return 2
     failed = False
     for name in argv[1:]:

@@ -5,7 +5,7 @@ An experiment script states one claim in its docstring, shows it in its output a
 exits 1 with a plain sentence when the claim does not hold. The skeleton:
 
     '''Permuting the tokens permutes attention's output: attention has no notion of order.'''
-    from minimind_ref.teaching.experiment import Experiment
+    from labkit.experiment import Experiment
 
     def add_arguments(parser):
         parser.add_argument("--tokens", type=int, default=6, help="sequence length")
@@ -34,7 +34,7 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .catalog import find_course_root
+from .course.catalog import find_course_root
 
 CHECK, CROSS = "\u2713", "\u2717"
 

@@ -6,7 +6,7 @@ to uptrain into GQA (04), a model trained with and without its causal mask (05),
 MiniMind behind the heatmap exercises. They all train through `train()`, so a learner meets one
 loop, not five, and every run is reproducible from its seed.
 
-    from minimind_ref.teaching.training import train, next_token_loss
+    from labkit.training import train, next_token_loss
 
     def batch(step, generator):                  # any data: return (inputs, targets)
         ids = torch.randint(0, 16, (32, 12), generator=generator)

@@ -1,0 +1,79 @@
+"""labkit: the course kit of Attention Lab, everything the notebooks and experiments use beside the model.
+
+The model is `minimind_ref`; this package never changes it, only draws, checks, quizzes, times and
+trains around it. A notebook imports what it needs in one line:
+
+    from labkit import check, show_heatmaps, show_quiz
+
+Public names, and the file that defines each (open it to see how it works):
+
+    show_heatmaps                      heatmaps.py      one attention map or a grid, token labels, one colour scale
+    show_figures_inline                figures.py       figures below the cells, whatever MPLBACKEND says
+    interact, show_in                  widgets.py       sliders and outputs that look the same in every front end
+    check                              checks.py        an exercise's verdict: right, or "not yet" and why
+    show_quiz                          quiz_widget.py   a module's quiz as a form in the notebook
+    explore, top_keys                  explorer.py      the attention explorer (module 09)
+    TensorMemory                       memory.py        peak bytes of the tensors a block of torch code creates
+    train, IGNORE_INDEX, fixed_threads training.py      the one seeded training loop behind every trained model
+    load_tiny_model, held_out_loss,    tiny_model.py    the small trained MiniMind of module 09, its checkpoint
+      greedy_samples
+    random_minimind, random_attention  models.py        models and attention layers with every weight random
+    EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once
+    best_time                          timing.py        the best-of-N timer shared by experiments, notebooks, benchmarks
+    Experiment, print_table            experiment.py    what every experiment script shares: flags, claims, figures
+
+Submodules without a short name: quiz (the quiz files, `python -m labkit.quiz check`), tiny_data and
+tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one).
+
+Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
+files: the catalog of modules, the command line behind the make targets, student copies, slides,
+the headless notebook runner and the portability check.
+
+Importing `labkit` costs nothing: each name is imported the first time it is used, so the catalog
+and the terminal quiz run with the standard library alone, and a notebook pays only for what it uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> the submodule that defines it
+_HOME = {
+    "show_heatmaps": "heatmaps",
+    "show_figures_inline": "figures",
+    "interact": "widgets",
+    "show_in": "widgets",
+    "check": "checks",
+    "show_quiz": "quiz_widget",
+    "explore": "explorer",
+    "top_keys": "explorer",
+    "TensorMemory": "memory",
+    "train": "training",
+    "IGNORE_INDEX": "training",
+    "fixed_threads": "training",
+    "load_tiny_model": "tiny_model",
+    "held_out_loss": "tiny_model",
+    "greedy_samples": "tiny_model",
+    "random_minimind": "models",
+    "random_attention": "models",
+    "EPS32": "numerics",
+    "relative_error": "numerics",
+    "best_time": "timing",
+    "Experiment": "experiment",
+    "print_table": "experiment",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    """Import a public name's submodule the first time the name is asked for (PEP 562)."""
+    if name not in _HOME:
+        raise AttributeError(f"module 'labkit' has no attribute {name!r}; its public names are: {', '.join(__all__)}")
+    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))

@@ -1,0 +1,14 @@
+"""labkit.course: the classroom and maintainer tools, which act on the course's files.
+
+    catalog.py          which modules the course plans and which of their parts exist on disk
+                        (standard library only: `python -m labkit.course.catalog check exp 03`
+                        explains a wrong module number before anything is installed)
+    cli.py              the command line behind the make targets: python -m labkit.course
+                        {list, exp NN, experiments, quiz NN, notebooks [NN], portability [NN], student, slides NN}
+    student.py          student copies of the notebooks: solutions out, checks kept (make student)
+    slides.py           a notebook as an offline reveal.js deck (make slides M=NN)
+    notebook_runner.py  execute_notebook: headless runs with a time limit per cell, no hang on widgets
+    portability.py      run notebooks as other machines would (make portability), LastBitNoise
+
+This package's __init__ imports nothing, so that `python -m labkit.course.catalog` runs without torch.
+"""
