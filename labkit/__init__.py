@@ -19,7 +19,8 @@ Public names, and the file that defines each (open it to see how it works):
       greedy_samples
     random_minimind, random_attention  models.py        models and attention layers with every weight random
     EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once
-    best_time                          timing.py        the best-of-N timer shared by experiments, notebooks, benchmarks
+    time_call, best_time,              timing.py        the one timer shared by experiments, notebooks, benchmarks:
+      best_step_times                                   one call, the best of N, each step's best over N runs
     Experiment, print_table            experiment.py    what every experiment script shares: flags, claims, figures
 
 Submodules without a short name: quiz (the quiz files, `python -m labkit.quiz check`), tiny_data and
@@ -58,7 +59,9 @@ _HOME = {
     "random_attention": "models",
     "EPS32": "numerics",
     "relative_error": "numerics",
+    "time_call": "timing",
     "best_time": "timing",
+    "best_step_times": "timing",
     "Experiment": "experiment",
     "print_table": "experiment",
 }

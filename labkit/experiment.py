@@ -5,13 +5,19 @@ An experiment script states one claim in its docstring, shows it in its output a
 exits 1 with a plain sentence when the claim does not hold. The skeleton:
 
     '''Permuting the tokens permutes attention's output: attention has no notion of order.'''
-    from labkit.experiment import Experiment
+    from labkit.experiment import Experiment, int_in
 
     def add_arguments(parser):
-        parser.add_argument("--tokens", type=int, default=6, help="sequence length")
+        parser.add_argument("--tokens", type=int_in(2, 1024), default=6, help="sequence length")
+        parser.add_argument("--heads", type=int_in(1, 64), default=2, help="attention heads")
+
+    def check_arguments(args):                # constraints between flags: a message, or None
+        if args.tokens % args.heads:
+            return f"--tokens must be a multiple of --heads, got {args.tokens} and {args.heads}"
+        return None
 
     def main(argv=None):
-        exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+        exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
         ...                                   # compute, print what it shows
         exp.claim(error < 1e-6, f"the outputs are a permutation of each other (max error {error:.1e})")
         exp.save(fig, "permutation")          # -> outputs/01_attention_basics/exp1_permutation.png
@@ -23,13 +29,24 @@ exits 1 with a plain sentence when the claim does not hold. The skeleton:
 Every script gets `--help`, `--seed` (default 0), `--out DIR` (default `outputs/NN_slug/` at the
 course root) and `--show` (open the figures in a window as well as saving them). A script writes
 nothing but its own PNG files, named after itself, into that folder.
+
+A bad flag is a usage error, not a failed claim: it exits 2 with argparse's message naming the
+flag, before anything runs (exit 1 is kept for "a claim did not hold"). So every numeric flag has
+a bounded type, `int_in(low, high)`, `float_in(low, high)`, `fraction()` or `int_list(low, high)`
+(comma-separated), whose bounds keep a run within a laptop's minutes and memory; a flag with a
+fixed set of values uses `choices`; `--out` must name a folder that can be created and written.
+Constraints between flags (a minimum above a maximum, lengths that must double) go in the
+script's `check_arguments(args)`, which returns a message naming the flags, or None.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import random
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -51,23 +68,43 @@ class Experiment:
         self.saved: list[Path] = []
         self.failed: list[str] = []
 
-    @classmethod
-    def start(cls, doc: Optional[str], script_file: str, argv: Optional[Sequence[str]] = None,
-              add_arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None) -> "Experiment":
-        """Parse the command line (the course's flags plus the script's own), seed every random
-        generator from --seed and print the claim being tested."""
+    @staticmethod
+    def parser(doc: Optional[str], script_file: str,
+               add_arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None) -> argparse.ArgumentParser:
+        """The script's argument parser, the course's flags plus its own, built without parsing
+        anything or running the experiment (tests read every option's type and bounds from it)."""
         script = Path(script_file).resolve()
         parser = argparse.ArgumentParser(
             prog=f"python {script.parent.parent.name}/{script.parent.name}/{script.name}"
             if script.parent.parent.name == "experiments" else script.name,
             description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-        parser.add_argument("--seed", type=int, default=0, help="seed for torch and random (default 0)")
-        parser.add_argument("--out", metavar="DIR", default=None,
-                            help="folder for the figures (default: outputs/<module>/ at the course root)")
+        parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0,
+                            help=f"seed for torch and random, 0 to {MAX_SEED} (default 0)")
+        parser.add_argument("--out", metavar="DIR", type=output_folder, default=None,
+                            help="folder for the figures, created if need be "
+                                 "(default: outputs/<module>/ at the course root)")
         parser.add_argument("--show", action="store_true", help="also open the figures in a window")
         if add_arguments is not None:
             add_arguments(parser)
+        return parser
+
+    @classmethod
+    def start(cls, doc: Optional[str], script_file: str, argv: Optional[Sequence[str]] = None,
+              add_arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None,
+              check_arguments: Optional[Callable[[argparse.Namespace], Optional[str]]] = None) -> "Experiment":
+        """Parse the command line (the course's flags plus the script's own), check the constraints
+        between flags, seed every random generator from --seed and print the claim being tested.
+
+        A bad value exits 2 with argparse's message, before anything runs: each flag's type checks
+        its own value, and `check_arguments(args)`, when given, returns a message naming the flags
+        whose values do not go together (None when they do), which goes to parser.error."""
+        script = Path(script_file).resolve()
+        parser = cls.parser(doc, script_file, add_arguments)
         args = parser.parse_args(argv)
+        if check_arguments is not None:
+            problem = check_arguments(args)
+            if problem:
+                parser.error(problem)
         _seed(args.seed)
         experiment = cls(script, args)
         if doc:
@@ -115,6 +152,135 @@ class Experiment:
                 print(f"  - {sentence}", file=sys.stderr)
             return 1
         return 0
+
+
+# --------------------------------------------------------------------------- flag types
+
+MAX_SEED = 2 ** 32 - 1  # random.seed takes any integer and torch.manual_seed up to 2**64 - 1; 32 bits
+# also leave room for the seeds the scripts derive from it (10_000 + seed) and suit numpy's seeding
+
+
+class Bounded:
+    """An argparse `type=` for a number in [low, high] (an end left open with low_open/high_open):
+    it parses the text, and refuses non-numbers, nan, inf and values out of range with a message
+    saying what is allowed. Its bounds are attributes, so that a test can read them."""
+
+    def __init__(self, kind: type, low: float, high: float, low_open: bool = False, high_open: bool = False):
+        if kind not in (int, float):
+            raise ValueError(f"Bounded: kind must be int or float, got {kind!r}.")
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high \
+                or (low == high and (low_open or high_open)):
+            raise ValueError(f"Bounded: need finite bounds with low <= high, got {low!r} and {high!r}.")
+        if kind is int and (low_open or high_open or int(low) != low or int(high) != high):
+            raise ValueError("Bounded: the bounds of an integer are whole numbers, and included.")
+        self.kind, self.low, self.high = kind, kind(low), kind(high)
+        self.low_open, self.high_open = low_open, high_open
+        self.__name__ = repr(self)  # argparse names a type by its __name__
+
+    def describe(self) -> str:
+        """What is allowed: 'an integer from 2 to 4096', 'a number above 0 and at most 1'."""
+        if self.kind is int:
+            return f"an integer from {self.low} to {self.high}"
+        if not (self.low_open or self.high_open):
+            return f"a number from {self.low:g} to {self.high:g}"
+        low = f"above {self.low:g}" if self.low_open else f"at least {self.low:g}"
+        high = f"below {self.high:g}" if self.high_open else f"at most {self.high:g}"
+        return f"a number {low} and {high}"
+
+    def contains(self, value) -> bool:
+        return (self.low < value if self.low_open else self.low <= value) and \
+            (value < self.high if self.high_open else value <= self.high)
+
+    def parse(self, text: str):
+        """The number written `text`; ArgumentTypeError saying what is allowed otherwise."""
+        try:
+            value = self.kind(str(text).strip())
+        except (TypeError, ValueError):  # not a number (or an integer of more than 4300 digits)
+            value = None
+        if value is None or (self.kind is float and not math.isfinite(value)) or not self.contains(value):
+            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text!r}")
+        return value
+
+    def __call__(self, text: str):
+        return self.parse(text)
+
+    def __repr__(self) -> str:
+        name = "int_in" if self.kind is int else "float_in"
+        ends = "".join(f", {end}=True" for end in ("low_open", "high_open") if getattr(self, end))
+        return f"{name}({self.low!r}, {self.high!r}{ends})"
+
+
+class BoundedList(Bounded):
+    """An argparse `type=` for comma-separated integers, each in [low, high], e.g. '256,1024,4096'.
+    It returns them as a list, in the order given."""
+
+    def __init__(self, low: int, high: int):
+        super().__init__(int, low, high)
+
+    def describe(self) -> str:
+        return f"integers from {self.low} to {self.high}, separated by commas"
+
+    def __call__(self, text: str) -> list:
+        try:
+            return [self.parse(part) for part in str(text).split(",")]
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text!r}") from None
+
+    def __repr__(self) -> str:
+        return f"int_list({self.low!r}, {self.high!r})"
+
+
+def int_in(low: int, high: int) -> Bounded:
+    """argparse type: an integer from `low` to `high`, both included."""
+    return Bounded(int, low, high)
+
+
+def float_in(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Bounded:
+    """argparse type: a finite number from `low` to `high` (an end excluded when low_open/high_open)."""
+    return Bounded(float, low, high, low_open, high_open)
+
+
+def fraction() -> Bounded:
+    """argparse type: a fraction, above 0 and at most 1."""
+    return Bounded(float, 0.0, 1.0, low_open=True)
+
+
+def int_list(low: int, high: int) -> BoundedList:
+    """argparse type: comma-separated integers, each from `low` to `high`; gives a list."""
+    return BoundedList(low, high)
+
+
+def output_folder(text: str) -> str:
+    """argparse type for --out: a folder that exists or can be created, and can be written.
+
+    It is checked before anything runs, and nothing is created when it is refused: the nearest
+    folder on the path that exists must be a folder we can write in, which is tried by making and
+    removing an empty folder there (permission bits alone do not tell, for root or in /proc)."""
+    if not str(text).strip():
+        raise argparse.ArgumentTypeError("must name a folder, got ''")
+    path = Path(os.path.abspath(text))
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"must be a folder, but {text!r} is a file")
+    nearest = path
+    while not nearest.exists() and nearest.parent != nearest:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create the folder {text!r}: {nearest} is a file")
+    if not _can_write_in(nearest):
+        where = "it is" if nearest == path else f"{nearest} is"
+        raise argparse.ArgumentTypeError(f"cannot create or write the folder {text!r}: {where} not writable")
+    return text
+
+
+def _can_write_in(folder: Path) -> bool:
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        probe = tempfile.mkdtemp(prefix=".write-check-", dir=folder)
+    except OSError:
+        return False
+    os.rmdir(probe)
+    return True
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], formats: Optional[Sequence[str]] = None) -> None:

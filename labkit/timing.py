@@ -1,29 +1,85 @@
-"""The course's one timer: the best of several runs, as experiments, notebooks and benchmarks time code.
+"""The course's one timer: every experiment, notebook and benchmark reads the clock through here.
 
 A laptop's speed changes from second to second (other programs, frequency scaling, a cold cache),
 and every disturbance only ever makes a run slower. So the fastest of a few runs is the closest
 to what the code itself costs, and comparing two fastest times taken one after the other, in one
 process, is fair. Absolute times mean nothing across machines; the course compares ratios.
+
+Three functions, each built on the one before:
+
+    time_call(fn)                  seconds of one call of fn: the one place the clock is read;
+                                   benchmarks time interleaved rounds with it
+    best_time(fn, repeats, warmup) seconds of the fastest of `repeats` calls
+    best_step_times(run, repeats)  per-step times of a computation done step by step (greedy
+                                   decoding, a cache filled token by token): each step's fastest
+                                   time over `repeats` runs
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def time_call(fn: Callable[[], object]) -> float:
+    """Seconds one call of `fn` takes, by the highest-resolution clock Python has
+    (`time.perf_counter`). One call proves little on a busy machine: take the best of several
+    (`best_time`), or time contenders in turn, round after round, and compare within a round."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def best_time(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
     """Seconds of the fastest of `repeats` calls of `fn`, after `warmup` untimed calls (the first
     call of a torch function allocates and picks kernels, and would be timed too slow)."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"best_time: repeats must be a positive int, got {repeats!r}.")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"best_time: warmup must be a non-negative int, got {warmup!r}.")
+    _check_count("best_time", "repeats", repeats, 1)
+    _check_count("best_time", "warmup", warmup, 0)
     for _ in range(warmup):
         fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
+    return min(time_call(fn) for _ in range(repeats))
+
+
+def best_step_times(run: Callable[[Callable[[Callable[[], T]], T]], object], repeats: int = 3) -> list[float]:
+    """Seconds of each step of a computation done step by step, each step's fastest over `repeats`
+    runs (a step's time depends on its place in the run, as a decoding step's on the context: so
+    the best is kept step by step, not run by run).
+
+    `run(timed)` does the whole computation once and wraps the work of each step that is to be
+    timed as `timed(fn)`: that calls `fn` once, times it with `time_call`, and returns what `fn`
+    returned. What `run` does outside `timed` (appending a token, choosing the next input) is not
+    timed. Every run must time the same number of steps:
+
+        def decode(timed):
+            cache, token = None, prompt
+            for _ in range(n):
+                out = timed(lambda: model(token, past_key_values=cache, use_cache=True))
+                cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+        seconds = best_step_times(decode, repeats=3)   # [n] floats
+    """
+    _check_count("best_step_times", "repeats", repeats, 1)
+    best: list[float] = []
+    for attempt in range(repeats):
+        seconds: list[float] = []
+
+        def timed(fn: Callable[[], T]) -> T:
+            result = []
+            seconds.append(time_call(lambda: result.append(fn())))
+            return result[0]
+
+        run(timed)
+        if attempt and len(seconds) != len(best):
+            raise ValueError(f"best_step_times: run timed {len(best)} steps the first time and "
+                             f"{len(seconds)} the next; every run must time the same steps.")
+        best = seconds if not attempt else [min(a, b) for a, b in zip(best, seconds)]
     return best
+
+
+def _check_count(function: str, name: str, value: object, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        kind = "a positive int" if least == 1 else "a non-negative int"
+        raise ValueError(f"{function}: {name} must be {kind}, got {value!r}.")

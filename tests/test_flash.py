@@ -15,7 +15,21 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
-from minimind_ref.variants.flash_attention import flash_attention, key_tiles
+import minimind_ref.variants as variants
+from minimind_ref.variants import flash_attention_fast, key_tiles
+from minimind_ref.variants import flash_attention as readable_flash_attention
+
+# Every test runs against both implementations: the readable one that module 08 teaches, and the
+# fast one that make bench times. The oracles decide for each; test_the_two_implementations_agree
+# holds them to each other as well.
+IMPLEMENTATIONS = {"readable": readable_flash_attention, "fast": flash_attention_fast}
+flash_attention = readable_flash_attention
+
+
+@pytest.fixture(autouse=True, params=sorted(IMPLEMENTATIONS))
+def implementation(request, monkeypatch):
+    monkeypatch.setitem(globals(), "flash_attention", IMPLEMENTATIONS[request.param])
+    return request.param
 
 ATOL = 1e-5
 
@@ -316,5 +330,26 @@ def test_bad_arguments_are_named(kwargs, error, words):
     assert words in str(info.value)
 
 
-def test_exported_from_the_package():
-    assert flash_attention is flash_attention
+def test_the_variants_stand_apart_from_minimind():
+    """FlashAttention is the course's, not MiniMind's: minimind_ref does not export it, and its
+    docstrings say so."""
+    assert not hasattr(mm, "flash_attention")
+    assert variants.flash_attention is readable_flash_attention
+    for function in (readable_flash_attention, flash_attention_fast):
+        assert "Not part of MiniMind" in __import__(function.__module__, fromlist=["_"]).__doc__
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("query_len,key_len", [(37, 37), (20, 45), (45, 20)])
+@pytest.mark.parametrize("implementation", ["both"])  # replaces the fixture: runs once, not per implementation
+def test_the_two_implementations_agree(query_len, key_len, is_causal, implementation):
+    torch.manual_seed(3)
+    q = torch.randn(2, 3, query_len, 16, dtype=torch.float64, requires_grad=True)
+    k, v = (torch.randn(2, 3, key_len, 16, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    results = []
+    for function in (readable_flash_attention, flash_attention_fast):
+        out, lse = function(q, k, v, is_causal=is_causal, block_q=8, block_k=12, return_lse=True)
+        grads = torch.autograd.grad((out * out).sum() + lse.masked_fill(~lse.isfinite(), 0).sum(), (q, k, v))
+        results.append((out, lse, *grads))
+    for a, b in zip(*results):
+        assert torch.allclose(a, b, atol=1e-12, rtol=0, equal_nan=False) or torch.equal(a, b)

@@ -20,10 +20,10 @@ import sys
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, precompute_freqs_cis
+from labkit import EPS32, random_attention, relative_error
 from labkit.experiment import Experiment, print_table
 from labkit.heatmaps import show_heatmaps
 
-EPS32 = torch.finfo(torch.float32).eps
 BROKEN = 1e-2  # "not equivariant": an error of at least 1% of the output, far above any rounding
 
 
@@ -40,16 +40,6 @@ def random_derangement(n: int) -> torch.Tensor:
         perm = torch.randperm(n)
         if not bool((perm == torch.arange(n)).any()):
             return perm
-
-
-def build_attention(config: MiniMindConfig) -> Attention:
-    """minimind_ref's attention layer with the explicit path and unit-variance random weights
-    (std 1/sqrt(C) for a C-wide input), so that the attention maps are not near-uniform."""
-    layer = Attention(config).eval()
-    with torch.no_grad():
-        for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
-            proj.weight.normal_(0.0, proj.in_features ** -0.5)
-    return layer
 
 
 def run(layer: Attention, x: torch.Tensor, setting: str, rope_base: float):
@@ -86,7 +76,7 @@ def main(argv=None):
 
     config = MiniMindConfig(hidden_size=args.hidden, num_attention_heads=args.heads,
                             num_key_value_heads=args.heads, num_hidden_layers=1, vocab_size=16)
-    layer = build_attention(config)
+    layer = random_attention(config)  # projections N(0, 1/C): attention maps far from uniform
     x = torch.randn(args.tokens, args.hidden)  # [T, C]: T tokens, no positions in them
     perm = random_derangement(args.tokens)  # P x = x[perm]: row i of P x is token perm[i]
     labels = [f"t{i}" for i in range(args.tokens)]
@@ -105,7 +95,7 @@ def main(argv=None):
         out, weights = run(layer, x, setting, config.rope_theta)  # [T, C], [H, T, T]
         out_p, weights_p = run(layer, x[perm], setting, config.rope_theta)
         # compare Attention(P x) with P Attention(x), and W(P x) with P W(x) P^T
-        out_error = ((out_p - out[perm]).abs().max() / out.abs().max()).item()
+        out_error = relative_error(out_p, out[perm])
         weight_error = (weights_p - weights[:, perm][:, :, perm]).abs().max().item()
         errors[setting] = (out_error, weight_error)
         maps[setting] = (weights[0], weights_p[0])

@@ -27,10 +27,10 @@ import sys
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
+from labkit import EPS32
 from labkit.experiment import Experiment, print_table
 from labkit.heatmaps import show_heatmaps
 
-EPS32 = torch.finfo(torch.float32).eps
 TIED_SELF_FRACTION = 0.9  # tied: the diagonal must win at least 90% of the rows (it wins ~100%)
 CHANCE_FACTOR = 3  # separate: the diagonal may win at most 3x as often as chance, 1/T
 ASYMMETRIC = 0.1  # separate: |S - S^T| must reach 10% of the largest score

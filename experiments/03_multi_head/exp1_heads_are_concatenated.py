@@ -26,10 +26,10 @@ import torch
 
 from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
                           scaled_dot_product_attention)
+from labkit import EPS32, random_attention, relative_error
 from labkit.experiment import Experiment, print_table
 from labkit.heatmaps import show_heatmaps
 
-EPS32 = torch.finfo(torch.float32).eps
 HEAD_COUNTS = (1, 2, 4, 8)
 BROKEN = 1e-2  # the control must miss by at least 1% of the output, far above any rounding
 
@@ -45,14 +45,10 @@ def add_arguments(parser):
 
 def build_mha(hidden: int, heads: int, tokens: int) -> Attention:
     """MiniMind's attention layer as multi-head attention (one key/value head per query head),
-    with unit-variance random weights so that the attention maps are not near-uniform."""
+    with random projections of variance 1 / fan_in so that the attention maps are not near-uniform."""
     config = MiniMindConfig(hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=heads,
                             num_hidden_layers=1, vocab_size=16, max_position_embeddings=tokens)
-    layer = Attention(config).eval()
-    with torch.no_grad():
-        for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
-            proj.weight.normal_(0.0, proj.in_features ** -0.5)
-    return layer
+    return random_attention(config)
 
 
 def one_head(x, w_q, w_k, w_v, cos, sin):
@@ -83,10 +79,6 @@ def heads_in_a_loop(layer: Attention, x, cos, sin, key_shift: int = 0):
         contributions.append(out @ layer.o_proj.weight[:, rows].T)  # [B, T, C]
     concatenated = torch.cat(outputs, dim=-1)  # [B, T, H*D]: head 0's features, then head 1's, ...
     return layer.o_proj(concatenated), torch.stack(contributions).sum(0), torch.stack(weights, dim=1)
-
-
-def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    return ((a - b).abs().max() / b.abs().max()).item()
 
 
 def main(argv=None):

@@ -27,6 +27,7 @@ import sys
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
+from labkit import random_attention, relative_error
 from labkit.experiment import Experiment, print_table
 from labkit.heatmaps import show_heatmaps
 
@@ -99,10 +100,6 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    return ((a - b).abs().max() / b.abs().max()).item()
-
-
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
@@ -173,10 +170,8 @@ def main(argv=None):
     # 3. What the wrong split and merge do to minimind_ref's Attention.
     config = MiniMindConfig(hidden_size=H * D, num_attention_heads=H, num_key_value_heads=H,
                             num_hidden_layers=1, vocab_size=16, max_position_embeddings=T)
-    layer = Attention(config).eval()
+    layer = random_attention(config)  # projections N(0, 1/fan_in): attention maps far from uniform
     with torch.no_grad():
-        for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
-            proj.weight.normal_(0.0, proj.in_features ** -0.5)
         cos, sin = precompute_freqs_cis(D, T)
         inputs = torch.randn(B, T, H * D)
         reference, _ = layer(inputs, (cos, sin))

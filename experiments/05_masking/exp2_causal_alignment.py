@@ -25,10 +25,10 @@ from torch.nn.attention.bias import causal_lower_right
 
 from minimind_ref import (KVCache, MiniMindConfig, MiniMindForCausalLM, causal_mask, fused_attention,
                           scaled_dot_product_attention)
+from labkit import EPS32
 from labkit.experiment import Experiment, print_table
 from labkit.heatmaps import show_heatmaps
 
-EPS32 = torch.finfo(torch.float32).eps
 
 
 def add_arguments(parser):

@@ -26,10 +26,10 @@ import torch
 
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import apply_rotary_complex, interleaved_to_half_permutation, rope_inverse_frequencies
+from labkit import EPS32, relative_error
 from labkit.experiment import Experiment, print_table
 from labkit.heatmaps import show_heatmaps
 
-EPS32 = torch.finfo(torch.float32).eps
 DIFFERENT = 0.1  # "a different rotation": an error of at least 10% of the largest entry
 
 
@@ -43,11 +43,6 @@ def add_arguments(parser):
     parser.add_argument("--matrix-base", type=float, default=100.0,
                         help="base of the matrices drawn: small, so every pair visibly turns (default 100)")
     parser.add_argument("--matrix-position", type=int, default=3, help="position of the matrices drawn (default 3)")
-
-
-def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Largest entry of |a - b|, relative to the largest entry of |b|."""
-    return ((a - b).abs().max() / b.abs().max()).item()
 
 
 def rotation_matrices(dim: int, position: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:

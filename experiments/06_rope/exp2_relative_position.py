@@ -27,10 +27,10 @@ import torch
 
 from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
                           scaled_dot_product_attention)
+from labkit import EPS32, random_attention, relative_error
 from labkit.experiment import Experiment, print_table
 from labkit.heatmaps import show_heatmaps
 
-EPS32 = torch.finfo(torch.float32).eps
 BROKEN = 0.01  # "depends on the shift": an output error of at least 1% of the output's size
 
 
@@ -121,10 +121,7 @@ def main(argv=None):
     # 3. A whole attention layer on a shifted sequence.
     config = MiniMindConfig(hidden_size=2 * d, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1,
                             vocab_size=16, rope_theta=args.base, flash_attn=False)
-    layer = Attention(config).eval()
-    with torch.no_grad():
-        for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
-            proj.weight.normal_(0.0, proj.in_features ** -0.5)  # unit-variance projections: peaked weights
+    layer = random_attention(config)  # projections N(0, 1/fan_in): peaked weights
     x = torch.randn(args.tokens, config.hidden_size)  # [T, C]
     shifts = [1, 2, 5, 10, 100, 1000, args.far - args.tokens]
     rows, errors = [], {False: [], True: []}
@@ -134,7 +131,7 @@ def main(argv=None):
             row = [s]
             for rv in (False, True):
                 out = attention_outputs(layer, x, cos[s:s + args.tokens], sin[s:s + args.tokens], rv)
-                error = ((out - base_out[rv]).abs().max() / base_out[rv].abs().max()).item()
+                error = relative_error(out, base_out[rv])
                 errors[rv].append(error)
                 row.append(error)
             rows.append(row)

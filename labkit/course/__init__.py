@@ -9,6 +9,7 @@
     slides.py           a notebook as an offline reveal.js deck (make slides M=NN)
     notebook_runner.py  execute_notebook: headless runs with a time limit per cell, no hang on widgets
     portability.py      run notebooks as other machines would (make portability), LastBitNoise
+    machines.py         the other machines it stands in for: their environment variables
 
 This package's __init__ imports nothing, so that `python -m labkit.course.catalog` runs without torch.
 """

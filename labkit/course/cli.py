@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from labkit.course.catalog import CourseError, all_modules, check, find_course_root
-from labkit.course.portability import ENVIRONMENTS
+from labkit.course.machines import ENVIRONMENTS
 from labkit.quiz import QuizError, load_quiz, run_terminal_quiz
 
 

@@ -45,12 +45,8 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# Environment stand-ins: name -> variables set for the notebook's kernel.
-ENVIRONMENTS: Dict[str, Dict[str, str]] = {
-    "other-kernels": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"},
-    "one-thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-    "agg": {"MPLBACKEND": "Agg"},
-}
+from .machines import ENVIRONMENTS
+
 NOISE_PREFIX = "noise-"
 
 # Output parts strict nbval does not compare: pictures (compared as their text form) and widget
