@@ -47,8 +47,8 @@ import copy
 import math
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any, Callable, List, Optional, Tuple
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -78,7 +78,7 @@ class CheckResult:
         self.passed = bool(passed)
         self.name = name
         self.message = message
-        self._printed_in: Optional[int] = None  # the IPython cell whose output holds the message
+        self._printed_in: int | None = None  # the IPython cell whose output holds the message
 
     def __bool__(self) -> bool:
         return self.passed
@@ -95,7 +95,7 @@ class CheckResult:
         print(self.message)
 
 
-def _cell_number() -> Optional[int]:
+def _cell_number() -> int | None:
     """The number of the IPython cell running now, or None outside IPython."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
@@ -109,8 +109,8 @@ def check(
     *,
     atol: float = 1e-6,
     rtol: float = 1e-5,
-    cases: Optional[Sequence[Any]] = None,
-    explain: Optional[str] = None,
+    cases: Sequence[Any] | None = None,
+    explain: str | None = None,
 ) -> CheckResult:
     """Compare the learner's answer with the expected one; print one line saying right or why not.
 
@@ -197,7 +197,7 @@ def _function_name(function: Callable) -> str:
 # ------------------------------------------------------------------------------ running cases
 
 
-def _run_cases(function: Callable, expected: Any, cases: List[Any], atol: float, rtol: float) -> Optional[str]:
+def _run_cases(function: Callable, expected: Any, cases: list[Any], atol: float, rtol: float) -> str | None:
     """None when the function matches on every case; else why not, for the first case that differs."""
     for index, case in enumerate(cases):
         args = case if isinstance(case, tuple) else (case,)
@@ -241,7 +241,7 @@ def _fresh_copy(value: Any) -> Any:
         return value
 
 
-def _describe_inputs(args: Tuple[Any, ...]) -> str:
+def _describe_inputs(args: tuple[Any, ...]) -> str:
     if len(args) == 0:
         return "no inputs"
     if len(args) == 1:
@@ -266,7 +266,7 @@ def _error_text(error: BaseException) -> str:
 # -------------------------------------------------------------------------------- comparing
 
 
-def _compare(got: Any, expected: Any, atol: float, rtol: float) -> Optional[str]:
+def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
     """None when got matches expected; else the reason, a phrase that follows "not yet — "."""
     got, expected = _plain_scalar(got), _plain_scalar(expected)
     if isinstance(expected, torch.Tensor):
@@ -332,7 +332,7 @@ def _at(index: str, reason: str) -> str:
     return f"item {index}: {reason}"
 
 
-def _compare_floats(got: float, expected: float, atol: float, rtol: float) -> Optional[str]:
+def _compare_floats(got: float, expected: float, atol: float, rtol: float) -> str | None:
     if math.isnan(expected) or math.isnan(got):
         return None if math.isnan(expected) and math.isnan(got) else f"it is {_num(got)}, expected {_num(expected)}"
     if math.isinf(expected) or math.isinf(got):
@@ -342,7 +342,7 @@ def _compare_floats(got: float, expected: float, atol: float, rtol: float) -> Op
     return f"it is {_num(got)}, expected {_num(expected)} (difference {_num(abs(got - expected))})"
 
 
-def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> Optional[str]:
+def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
     """Two tensors, or two numpy arrays: shape, then kind of dtype, then NaN/inf, then values."""
     if tuple(got.shape) != tuple(expected.shape):
         hint = _shape_hint(got.shape, expected.shape)
@@ -387,7 +387,7 @@ def _special_values(array: Any) -> dict:
     return {"NaN": np.isnan(array), "inf": np.isposinf(array), "-inf": np.isneginf(array)}
 
 
-def _nonfinite_mismatch(a: Any, b: Any) -> Optional[str]:
+def _nonfinite_mismatch(a: Any, b: Any) -> str | None:
     """Where got has NaN or inf and expected has not the same there, or the other way round."""
     np = _numpy()
     got_special, expected_special = _special_values(a), _special_values(b)

@@ -21,7 +21,8 @@ figure and `top_keys_text` the latest top-keys text.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import Any
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -36,7 +37,7 @@ __all__ = ["AttentionExplorer", "explore", "top_keys"]
 ALL = "all"
 
 
-def top_keys(row: torch.Tensor, labels: Sequence[str], k: int = 3) -> List[Tuple[int, str, float]]:
+def top_keys(row: torch.Tensor, labels: Sequence[str], k: int = 3) -> list[tuple[int, str, float]]:
     """The k keys one query weighs most: [(position, label, weight)], largest first. row: [S]."""
     if row.dim() != 1 or row.shape[0] != len(labels):
         raise ValueError(f"row must be one query's weights [S] with S = len(labels) = {len(labels)}, "
@@ -46,7 +47,7 @@ def top_keys(row: torch.Tensor, labels: Sequence[str], k: int = 3) -> List[Tuple
     return [(int(p), labels[int(p)], float(w)) for w, p in zip(weights, positions)]
 
 
-def _token_labels(tokenizer: Any, ids: List[int]) -> List[str]:
+def _token_labels(tokenizer: Any, ids: list[int]) -> list[str]:
     if hasattr(tokenizer, "labels"):
         return list(tokenizer.labels(ids))
     return [tokenizer.decode([i]) for i in ids]  # any tokenizer with decode (transformers' too)
@@ -55,15 +56,16 @@ def _token_labels(tokenizer: Any, ids: List[int]) -> List[str]:
 class AttentionExplorer(widgets.VBox):
     """The widget behind `explore()`; see the module docstring."""
 
-    def __init__(self, model, tokenizer, prompt: str = "", layer: Union[int, str] = ALL,
-                 head: Union[int, str] = ALL, query: Optional[int] = None, top_k: int = 3,
+    def __init__(self, model, tokenizer, prompt: str = "", layer: int | str = ALL,
+                 head: int | str = ALL, query: int | None = None, top_k: int = 3,
                  max_tokens: int = 64):
         config = model.config
         self.model, self.tokenizer, self.max_tokens = model, tokenizer, max_tokens
         self.num_layers, self.num_heads = config.num_hidden_layers, config.num_attention_heads
         self.prompt = widgets.Text(value=prompt, description="prompt", continuous_update=False,
                                    layout=widgets.Layout(width="60%"))
-        self.layer = widgets.Dropdown(options=[("all layers", ALL)] + [(f"layer {i}", i) for i in range(self.num_layers)],
+        layer_options = [("all layers", ALL)] + [(f"layer {i}", i) for i in range(self.num_layers)]
+        self.layer = widgets.Dropdown(options=layer_options,
                                       value=layer, description="layer")
         self.head = widgets.Dropdown(options=[("all heads", ALL)] + [(f"head {i}", i) for i in range(self.num_heads)],
                                      value=head, description="head")
@@ -86,7 +88,7 @@ class AttentionExplorer(widgets.VBox):
 
     # ------------------------------------------------------------------------------- state
 
-    def _compute(self, query: Optional[int]) -> None:
+    def _compute(self, query: int | None) -> None:
         """Run the model on the prompt once; keep its weights [L, H, T, T] and labels."""
         ids = self.tokenizer.encode(self.prompt.value)[: self.max_tokens]
         with torch.no_grad():
@@ -103,7 +105,7 @@ class AttentionExplorer(widgets.VBox):
         if self.figure is not None:
             self.redraw()
 
-    def selection(self) -> Tuple[torch.Tensor, List[str]]:
+    def selection(self) -> tuple[torch.Tensor, list[str]]:
         """The maps chosen by the menus, in show_heatmaps' layout, and one title per map."""
         layers = range(self.num_layers) if self.layer.value == ALL else [self.layer.value]
         heads = range(self.num_heads) if self.head.value == ALL else [self.head.value]
@@ -145,7 +147,7 @@ class AttentionExplorer(widgets.VBox):
             return
         show_in(self.output, self.figure)
 
-    def _describe_query(self, maps: torch.Tensor, titles: List[str], query: int) -> str:
+    def _describe_query(self, maps: torch.Tensor, titles: list[str], query: int) -> str:
         rows = maps.reshape(-1, *maps.shape[-2:])[:, query]  # [maps, S]: the query's row in each map
         lines = [f"query {query} {self.labels[query]!r}: the {self.top_k.value} keys it weighs most"]
         for title, row in zip(titles, rows):
@@ -158,8 +160,8 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def explore(model, tokenizer, prompt: str = "", layer: Union[int, str] = ALL, head: Union[int, str] = ALL,
-            query: Optional[int] = None, top_k: int = 3, max_tokens: int = 64) -> AttentionExplorer:
+def explore(model, tokenizer, prompt: str = "", layer: int | str = ALL, head: int | str = ALL,
+            query: int | None = None, top_k: int = 3, max_tokens: int = 64) -> AttentionExplorer:
     """An interactive view of `model`'s attention on `prompt` (see the module docstring).
 
     tokenizer: has `encode(text) -> ids` (and `labels(ids)`, or `decode([id])`, for the axis

@@ -39,7 +39,8 @@ Bool and integer inputs (a mask, counts) are drawn as numbers (False = 0, True =
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -100,21 +101,21 @@ class HeatmapFigure(Figure):
 
 def show_heatmaps(
     weights: Any,
-    x_labels: Optional[Sequence[Any]] = None,
-    y_labels: Optional[Sequence[Any]] = None,
-    titles: Optional[Any] = None,
+    x_labels: Sequence[Any] | None = None,
+    y_labels: Sequence[Any] | None = None,
+    titles: Any | None = None,
     row_name: str = "layer",
     col_name: str = "head",
     xlabel: str = "key",
     ylabel: str = "query",
-    suptitle: Optional[str] = None,
+    suptitle: str | None = None,
     cmap: Any = "viridis",
-    vmin: Optional[float] = None,
-    vmax: Optional[float] = None,
+    vmin: float | None = None,
+    vmax: float | None = None,
     annotate: bool = False,
     fmt: str = ".2f",
     colorbar: bool = True,
-    map_size: Optional[Any] = None,
+    map_size: Any | None = None,
 ) -> Figure:
     """Draw one attention map, a row of them, or a grid, on one shared colour scale.
 
@@ -240,7 +241,7 @@ def _as_float_array(weights: Any) -> np.ndarray:
     return array.reshape((1,) * (4 - array.ndim) + array.shape)
 
 
-def _labels(name: str, labels: Optional[Sequence[Any]], count: int, what: str) -> Optional[List[str]]:
+def _labels(name: str, labels: Sequence[Any] | None, count: int, what: str) -> list[str] | None:
     """The labels as strings, exactly `count` of them, or None."""
     if labels is None:
         return None
@@ -261,7 +262,7 @@ def _labels(name: str, labels: Optional[Sequence[Any]], count: int, what: str) -
 
 
 def _titles(titles: Any, weights_dims: int, rows: int, cols: int, row_name: str,
-            col_name: str) -> Optional[List[List[str]]]:
+            col_name: str) -> list[list[str]] | None:
     """Titles as a rows x cols list of strings ('' = none), or None for no titles at all."""
     count = rows * cols
     if titles is None:
@@ -307,7 +308,7 @@ def _scale_number(name: str, value: Any) -> float:
     return number
 
 
-def _colour_scale(values: np.ndarray, vmin: Any, vmax: Any) -> Tuple[float, float]:
+def _colour_scale(values: np.ndarray, vmin: Any, vmax: Any) -> tuple[float, float]:
     """(low, high) of the shared colour scale; `values` are the finite entries."""
     data_min, data_max = float(values.min()), float(values.max())
     low = _scale_number("vmin", vmin) if vmin is not None else min(0.0, data_min)
@@ -343,7 +344,7 @@ def _check_fmt(fmt: Any) -> None:
         raise ValueError(f"fmt must be a format spec for a number such as '.2f', got {fmt!r}.") from None
 
 
-def _map_size(map_size: Any, T: int, S: int, rows: int, cols: int) -> Tuple[float, float]:
+def _map_size(map_size: Any, T: int, S: int, rows: int, cols: int) -> tuple[float, float]:
     """(width, height) of one map in inches."""
     if map_size is not None:
         try:
@@ -364,7 +365,7 @@ def _map_size(map_size: Any, T: int, S: int, rows: int, cols: int) -> Tuple[floa
 # ----------------------------------------------------------------------------------- drawing
 
 
-def _set_ticks(axis: Any, labels: Optional[List[str]], count: int, rotate: bool) -> None:
+def _set_ticks(axis: Any, labels: list[str] | None, count: int, rotate: bool) -> None:
     """Token labels at the cells, every k-th one when there are many; positions without labels."""
     if labels is None:
         axis.set_major_locator(MaxNLocator(integer=True))

@@ -22,11 +22,24 @@ Standard library only, so `make quiz` answers at once; the widget imports ipywid
 import sys
 
 from labkit.quiz_format import (
-    ID_PATTERN, MAX_CHOICES, QUESTION_KEYS, QUESTION_TYPES, QUIZ_SCHEMA, TOP_KEYS, QuizError,
-    load_quiz, parse_quiz,
+    ID_PATTERN,
+    MAX_CHOICES,
+    QUESTION_KEYS,
+    QUESTION_TYPES,
+    QUIZ_SCHEMA,
+    TOP_KEYS,
+    QuizError,
+    load_quiz,
+    parse_quiz,
 )
 from labkit.quiz_model import (
-    Feedback, Question, Quiz, Score, format_number, letter, parse_response,
+    Feedback,
+    Question,
+    Quiz,
+    Score,
+    format_number,
+    letter,
+    parse_response,
 )
 from labkit.quiz_terminal import _main, quiz_text, run_terminal_quiz
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any
 
 from labkit.quiz_model import _NUMBER, Question, Quiz, _finite, letter
 
@@ -78,12 +79,12 @@ class _Object(dict):
     """A JSON object that remembers keys given twice: json keeps only the last silently, so a
     pasted-in second "answer" would otherwise win unseen."""
 
-    duplicates: Tuple[str, ...] = ()
+    duplicates: tuple[str, ...] = ()
 
 
-def _object(pairs: List[Tuple[str, Any]]) -> _Object:
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
     obj = _Object(pairs)
-    seen: Dict[str, int] = {}
+    seen: dict[str, int] = {}
     for key, _ in pairs:
         seen[key] = seen.get(key, 0) + 1
     obj.duplicates = tuple(key for key, count in seen.items() if count > 1)
@@ -121,7 +122,7 @@ def _json_advice(message: str) -> str:
     return ""
 
 
-def load_quiz(path: Union[str, Path]) -> Quiz:
+def load_quiz(path: str | Path) -> Quiz:
     """Read and validate a quiz file; "module" must equal the file's stem. Every problem, JSON
     syntax included (with line and column), comes as one QuizError."""
     path = Path(path)
@@ -140,13 +141,13 @@ def load_quiz(path: Union[str, Path]) -> Quiz:
     return parse_quiz(data, shown, stem=path.stem)
 
 
-def parse_quiz(data: Any, source: str = "<quiz>", *, stem: Optional[str] = None) -> Quiz:
+def parse_quiz(data: Any, source: str = "<quiz>", *, stem: str | None = None) -> Quiz:
     """Validate quiz data (as json.load gives it) and build the Quiz. `source` names it in
     messages; `stem`, when given (load_quiz gives the file's), must equal "module".
 
     Raises one QuizError listing every problem found.
     """
-    problems: List[str] = []
+    problems: list[str] = []
     if not isinstance(data, dict):
         raise QuizError([f'{source}: a quiz is one JSON object, {{"module": ..., "title": ..., '
                          f'"questions": [...]}}; found {_describe(data)}.'])
@@ -158,7 +159,7 @@ def parse_quiz(data: Any, source: str = "<quiz>", *, stem: Optional[str] = None)
                 f'"module" to "{stem}", or rename the file.')
     title = _text(data, "title", top)
     description = _text(data, "description", top)
-    questions: List[Question] = []
+    questions: list[Question] = []
     value = data.get("questions")
     if "questions" not in data:
         top.missing("questions")
@@ -167,7 +168,7 @@ def parse_quiz(data: Any, source: str = "<quiz>", *, stem: Optional[str] = None)
     elif not value:
         top.add('"questions" is empty; add at least one question.')
     else:
-        ids: Dict[str, int] = {}
+        ids: dict[str, int] = {}
         for number, item in enumerate(value, 1):
             question = _parse_question(item, number, source, ids, problems)
             if question is not None:
@@ -180,13 +181,13 @@ def parse_quiz(data: Any, source: str = "<quiz>", *, stem: Optional[str] = None)
 class _Place:
     """Where problems are found ("file, question 3 ('id')"), and the list they go to."""
 
-    def __init__(self, where: str, problems: List[str]):
+    def __init__(self, where: str, problems: list[str]):
         self.where, self.problems = where, problems
 
     def add(self, text: str) -> None:
         self.problems.append(f"{self.where}: {text}")
 
-    def missing(self, key: str, what: Optional[str] = None) -> None:
+    def missing(self, key: str, what: str | None = None) -> None:
         self.add(f'"{key}" is missing; add it: {what or _WHAT[key]}.')
 
 
@@ -222,7 +223,7 @@ def _check_keys(obj: dict, allowed: Sequence[str], place: _Place, kind: str) -> 
                   f'{", ".join(allowed)}.')
 
 
-def _text(obj: dict, key: str, place: _Place, label: Optional[str] = None) -> Optional[str]:
+def _text(obj: dict, key: str, place: _Place, label: str | None = None) -> str | None:
     """obj[key] as a non-empty string, or None after reporting why not (a missing optional key
     is no problem)."""
     if key not in obj:
@@ -239,7 +240,7 @@ def _text(obj: dict, key: str, place: _Place, label: Optional[str] = None) -> Op
     return value
 
 
-def _latex_problems(text: str) -> List[str]:
+def _latex_problems(text: str) -> list[str]:
     """Characters that only a one-backslash LaTeX command in JSON would put in a text."""
     problems = []
     for char, (name, escape, commands) in _LATEX_TRAPS.items():
@@ -255,8 +256,8 @@ def _latex_problems(text: str) -> List[str]:
     return problems
 
 
-def _parse_question(obj: Any, number: int, source: str, ids: Dict[str, int],
-                    problems: List[str]) -> Optional[Question]:
+def _parse_question(obj: Any, number: int, source: str, ids: dict[str, int],
+                    problems: list[str]) -> Question | None:
     """One question, or None after reporting its problems."""
     if not isinstance(obj, dict):
         problems.append(f"{source}, question {number}: a question must be a JSON object "
@@ -314,7 +315,7 @@ def _parse_question(obj: Any, number: int, source: str, ids: Dict[str, int],
     return Question(qid, qtype, text, answer, explanation, choices, tolerance, unit, hint)
 
 
-def _choices(obj: dict, place: _Place) -> Tuple[str, ...]:
+def _choices(obj: dict, place: _Place) -> tuple[str, ...]:
     """The choices as a tuple, or () after reporting their problems."""
     if "choices" not in obj:
         place.missing("choices")
@@ -330,7 +331,7 @@ def _choices(obj: dict, place: _Place) -> Tuple[str, ...]:
     if len(value) > MAX_CHOICES:
         place.add(f'"choices" has {len(value)}; at most {MAX_CHOICES} (labelled A to '
                   f'{letter(MAX_CHOICES - 1)}).')
-    seen: Dict[str, int] = {}
+    seen: dict[str, int] = {}
     for index, choice in enumerate(value):
         label = f"choice {letter(index)}" if index < 26 else f"choice {index}"
         if _text({"choice": choice}, "choice", place, label) is None:
@@ -342,7 +343,7 @@ def _choices(obj: dict, place: _Place) -> Tuple[str, ...]:
     return tuple(value) if len(place.problems) == before else ()
 
 
-def _index_problem(value: Any, count: Optional[int], name: str, verb: str = "is") -> Optional[str]:
+def _index_problem(value: Any, count: int | None, name: str, verb: str = "is") -> str | None:
     """Why `value` is not a choice index among `count` choices (count None: unknown), or None."""
     if isinstance(value, bool) or not isinstance(value, int):
         guess = ""
@@ -358,7 +359,7 @@ def _index_problem(value: Any, count: Optional[int], name: str, verb: str = "is"
     return None
 
 
-def _single_answer(value: Any, count: Optional[int], place: _Place) -> Optional[int]:
+def _single_answer(value: Any, count: int | None, place: _Place) -> int | None:
     if isinstance(value, list):
         place.add('"answer" of a "single" question is one index, not a list; for several right '
                   'choices use "type": "multiple".')
@@ -370,7 +371,7 @@ def _single_answer(value: Any, count: Optional[int], place: _Place) -> Optional[
     return value
 
 
-def _multiple_answer(value: Any, count: Optional[int], place: _Place) -> Optional[Tuple[int, ...]]:
+def _multiple_answer(value: Any, count: int | None, place: _Place) -> tuple[int, ...] | None:
     if not isinstance(value, list):
         place.add(f'"answer" of a "multiple" question must be a list of choice indices, such as '
                   f'[0, 2]; found {_describe(value)}.')
@@ -393,7 +394,7 @@ def _multiple_answer(value: Any, count: Optional[int], place: _Place) -> Optiona
     return tuple(sorted(value)) if ok else None
 
 
-def _number(value: Any, name: str, place: _Place) -> Optional[Union[int, float]]:
+def _number(value: Any, name: str, place: _Place) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         quoted = isinstance(value, str) and _NUMBER.fullmatch(value.strip()) is not None
         place.add(f"{name} must be a number; found {_describe(value)}"
@@ -426,7 +427,7 @@ def _question_schema(qtype: str, answer: dict, **extra: dict) -> dict:
             "properties": properties}
 
 
-QUIZ_SCHEMA: Dict[str, Any] = {
+QUIZ_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "Attention Lab quiz (quizzes/NN_slug.json)",
     "type": "object",

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any
 
 _NUMBER = re.compile(
     r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d{1,3}(?:_\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -41,12 +42,12 @@ class Question:
     id: str
     type: str
     question: str
-    answer: Union[int, Tuple[int, ...], float]
+    answer: int | tuple[int, ...] | float
     explanation: str
-    choices: Tuple[str, ...] = ()
-    tolerance: Optional[float] = None
-    unit: Optional[str] = None
-    hint: Optional[str] = None
+    choices: tuple[str, ...] = ()
+    tolerance: float | None = None
+    unit: str | None = None
+    hint: str | None = None
 
     def grade(self, response: Any) -> Feedback:
         """Mark a response: a choice index (single), an iterable of indices (multiple: right only
@@ -111,8 +112,8 @@ class Quiz:
 
     module: str
     title: str
-    questions: Tuple[Question, ...]
-    description: Optional[str] = None
+    questions: tuple[Question, ...]
+    description: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def format_number(value: float) -> str:
 # Typed answers
 # ---------------------------------------------------------------------------------------------
 
-def parse_response(question: Question, text: str) -> Union[int, Tuple[int, ...], float]:
+def parse_response(question: Question, text: str) -> int | tuple[int, ...] | float:
     """What a learner typed, as a response for `Question.grade`: one letter for single ("b" or
     "B"), letters for multiple ("A,C", "a c", "AC"), a number for numeric ("1e-5", "-3",
     "25_829_888", "25,829,888", optionally followed by the question's unit).
@@ -199,7 +200,7 @@ def parse_response(question: Question, text: str) -> Union[int, Tuple[int, ...],
                      f"(the choices are {every}).")
 
 
-def _parse_number(question: Question, given: str) -> Union[int, float]:
+def _parse_number(question: Question, given: str) -> int | float:
     text = given.replace("\u2212", "-")  # a minus sign pasted from typeset text
     unit = question.unit
     if unit and text.lower().endswith(unit.lower()) and text[: -len(unit)].strip():

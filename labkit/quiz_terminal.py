@@ -7,13 +7,14 @@ import json
 import shutil
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, List, Optional, Union
 
 from labkit.quiz_format import QUIZ_SCHEMA, QuizError, load_quiz
 from labkit.quiz_model import Feedback, Question, Quiz, Score, letter, parse_response
 
-def _kind_note(question: Question, terminal: bool = False) -> Optional[str]:
+
+def _kind_note(question: Question, terminal: bool = False) -> str | None:
     if question.type == "multiple":
         return "(choose all that apply, e.g. A,C)" if terminal else "(choose all that apply)"
     if question.type == "numeric":
@@ -39,10 +40,10 @@ _INSTRUCTIONS = ("Type your answer and press Enter: a letter, letters such as A,
                  "? shows a hint, s or Enter skips, q quits.")
 
 
-def run_terminal_quiz(path_or_quiz: Union[str, Path, Quiz], *,
+def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
                       input_fn: Callable[[str], str] = input,
                       print_fn: Callable[..., None] = print,
-                      width: Optional[int] = None) -> Score:
+                      width: int | None = None) -> Score:
     """Take a quiz in the terminal, one question at a time, and return the score.
 
     An answer that cannot be read is explained and asked again (it does not count); "?" shows the
@@ -53,7 +54,7 @@ def run_terminal_quiz(path_or_quiz: Union[str, Path, Quiz], *,
     quiz = path_or_quiz if isinstance(path_or_quiz, Quiz) else load_quiz(path_or_quiz)
     width = width or shutil.get_terminal_size((80, 24)).columns
 
-    def say(text: str = "", indent: str = "", hanging: Optional[str] = None) -> None:
+    def say(text: str = "", indent: str = "", hanging: str | None = None) -> None:
         for paragraph in text.split("\n"):
             lines = textwrap.wrap(paragraph, width, initial_indent=indent,
                                   subsequent_indent=hanging or indent, break_long_words=False,
@@ -94,7 +95,7 @@ def run_terminal_quiz(path_or_quiz: Union[str, Path, Quiz], *,
 
 
 def _ask(question: Question, input_fn: Callable[[str], str], print_fn: Callable[..., None],
-         say: Callable[[str], None]) -> Union[Feedback, str, None]:
+         say: Callable[[str], None]) -> Feedback | str | None:
     """Read answers until one can be graded: its Feedback, "skip", or None to stop."""
     while True:
         try:
@@ -115,7 +116,7 @@ def _ask(question: Question, input_fn: Callable[[str], str], print_fn: Callable[
             say(str(error))
 
 
-def _main(argv: List[str]) -> int:
+def _main(argv: list[str]) -> int:
     """`check FILE...`: validate quiz files (0 if all are valid, else their problems and 2);
     `schema`: print QUIZ_SCHEMA."""
     if argv[:1] == ["schema"] and len(argv) == 1:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict, List, Union
 
 import ipywidgets as widgets
 from IPython.display import display
@@ -64,7 +64,7 @@ class _QuestionView:
     def __init__(self, question: Question, number: int, total: int,
                  on_result: Callable[[bool], None]):
         self.question, self.on_result = question, on_result
-        parts: List[widgets.Widget] = [
+        parts: list[widgets.Widget] = [
             widgets.HTML(f"<b>Question {number} of {total}</b>"),
             widgets.HTMLMath(markup(question.question)),
         ]
@@ -81,7 +81,7 @@ class _QuestionView:
         parts += [widgets.HBox(buttons), self.hint, self.feedback]
         self.box = widgets.VBox(parts, layout=widgets.Layout(margin="0 0 1.5em 0"))
 
-    def _answer_widgets(self) -> List[widgets.Widget]:
+    def _answer_widgets(self) -> list[widgets.Widget]:
         q = self.question
         labels = [f"{letter(i)}. {choice}" for i, choice in enumerate(q.choices)]
         if q.type == "single":
@@ -138,7 +138,7 @@ def quiz_widget(quiz: Quiz) -> widgets.VBox:
     """The quiz as one VBox: a title, a box per question (prompt, answer input, Check button,
     feedback) and a running score at the bottom. Checking a question again replaces its result."""
     total = len(quiz.questions)
-    results: Dict[int, bool] = {}
+    results: dict[int, bool] = {}
     score = widgets.Label()
 
     def show_score() -> None:
@@ -158,7 +158,7 @@ def quiz_widget(quiz: Quiz) -> widgets.VBox:
     return widgets.VBox([widgets.HTMLMath(head), *(view.box for view in views), score])
 
 
-def resolve_quiz(source: Union[Quiz, str, Path, int]) -> Quiz:
+def resolve_quiz(source: Quiz | str | Path | int) -> Quiz:
     """A Quiz from a Quiz, a module number (1, "1", "01"), a module name ("01_attention_basics")
     or a path to a quiz file. Numbers and names are looked up in the course that holds the
     current folder (notebooks run in notebooks/)."""
@@ -181,7 +181,7 @@ def resolve_quiz(source: Union[Quiz, str, Path, int]) -> Quiz:
                     f"as \"01_attention_basics\" or a path to a quiz file; got {source!r}.")
 
 
-def show_quiz(source: Union[Quiz, str, Path, int]) -> None:
+def show_quiz(source: Quiz | str | Path | int) -> None:
     """Show a quiz in a notebook: the questions as plain text (what a reader without a kernel
     sees), then the interactive widget. Returns None, so the cell does not display it twice."""
     quiz = resolve_quiz(source)

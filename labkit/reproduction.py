@@ -21,16 +21,16 @@ import hashlib
 import os
 import platform
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
 
 import torch
 
 LOSS_RTOL = 1e-4  # the first steps' losses; they agreed within 3e-7 across the machines tried
 
 
-def machine_fingerprint(threads: int) -> Dict[str, object]:
+def machine_fingerprint(threads: int) -> dict[str, object]:
     """What, besides the recipe and the data, decides the last bits of trained weights."""
     return {
         "torch": torch.__version__,
@@ -64,7 +64,7 @@ def _blas() -> str:
     return blas.group(1) if blas else "unknown"
 
 
-def fingerprint_differences(made_on: Optional[Mapping[str, object]], here: Mapping[str, object]) -> List[str]:
+def fingerprint_differences(made_on: Mapping[str, object] | None, here: Mapping[str, object]) -> list[str]:
     """What differs between the machine a reference was made on and this one, in words."""
     if not made_on:
         return ["the reference does not record the machine it was made on"]
@@ -95,16 +95,16 @@ class Reproduction:
     check: str  # "bit for bit" or "within tolerance"
     reason: str
     passed: bool
-    findings: List[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
 
-    def lines(self) -> List[str]:
+    def lines(self) -> list[str]:
         verdict = "reproduced" if self.passed else "NOT reproduced"
         return [f"Check applied: {self.check} ({self.reason}).", *[f"  {line}" for line in self.findings],
                 f"Result: {verdict}."]
 
 
 def compare(rebuilt_bytes: bytes, tensors: Mapping[str, torch.Tensor], losses: Sequence[float],
-            reference: Path, reference_losses: Sequence[float], made_on: Optional[Mapping[str, object]],
+            reference: Path, reference_losses: Sequence[float], made_on: Mapping[str, object] | None,
             here: Mapping[str, object], weights_rtol: float) -> Reproduction:
     """Compare a rebuilt checkpoint (its exact bytes, its tensors and its training losses) with the
     reference file and the losses recorded with it, by the form of check the fingerprints allow."""

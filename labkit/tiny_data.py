@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import hashlib
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import List, Sequence, Tuple
 
 import torch
 
@@ -60,7 +60,7 @@ class ByteTokenizer:
     bos_token_id = BOS
     vocab_size = VOCAB_SIZE
 
-    def encode(self, text: str, bos: bool = True) -> List[int]:
+    def encode(self, text: str, bos: bool = True) -> list[int]:
         """UTF-8 bytes of `text` as token ids, after a BOS token unless `bos=False`."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}.")
@@ -71,7 +71,7 @@ class ByteTokenizer:
         ids = _as_list(ids)
         return bytes(i for i in ids if i != BOS).decode("utf-8", errors="replace")
 
-    def labels(self, ids: Sequence[int]) -> List[str]:
+    def labels(self, ids: Sequence[int]) -> list[str]:
         """One short, visible label per token, for the axes of a heatmap: 'a', '␣' for a space,
         '↵' for a newline, '⇥' for a tab, '<s>' for BOS, '\\xNN' for other bytes."""
         return [token_label(i) for i in _as_list(ids)]
@@ -87,7 +87,7 @@ def token_label(token: int) -> str:
     return f"\\x{token:02x}"
 
 
-def _as_list(ids: Sequence[int]) -> List[int]:
+def _as_list(ids: Sequence[int]) -> list[int]:
     if isinstance(ids, torch.Tensor):
         if ids.dim() != 1:
             raise ValueError(f"ids must be one sequence (1-D), got a tensor of shape {tuple(ids.shape)}.")
@@ -107,7 +107,7 @@ def stdlib_folder() -> Path:
 
 
 @lru_cache(maxsize=None)
-def read_files(names: Tuple[str, ...]) -> bytes:
+def read_files(names: tuple[str, ...]) -> bytes:
     """The files, in the given order, joined by a blank line; line ends normalised to '\\n' (a
     Windows checkout may have '\\r\\n'). Raises FileNotFoundError naming a missing file."""
     folder = stdlib_folder()
@@ -153,7 +153,7 @@ def text_windows(text: torch.Tensor, count: int, length: int, generator: torch.G
 
 
 def repeated_spans(count: int, length: int, generator: torch.Generator, min_span: int = 8,
-                   max_span: int = 40) -> Tuple[torch.Tensor, torch.Tensor]:
+                   max_span: int = 40) -> tuple[torch.Tensor, torch.Tensor]:
     """`count` sequences [count, length]: BOS, then a random span of printable characters (its
     length drawn from min_span..max_span) repeated until the sequence is full.
 

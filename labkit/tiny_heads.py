@@ -25,16 +25,16 @@ average over the queries; average over a batch yourself (`.mean(0)`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Tuple
 
 import torch
 import torch.nn.functional as F
 
 from .tiny_data import BOS, PRINTABLE, held_out_text, text_windows
 
-Head = Tuple[int, int]  # (layer, head)
+Head = tuple[int, int]  # (layer, head)
 
 
 @torch.no_grad()
@@ -127,11 +127,11 @@ class HeadScores:
     def sink_head(self) -> Head:
         return self._argmax(self.first)
 
-    def induction_heads(self, threshold: float = 0.5) -> List[Head]:
+    def induction_heads(self, threshold: float = 0.5) -> list[Head]:
         """Heads whose induction score is above `threshold`, in (layer, head) order."""
         return [tuple(pair) for pair in (self.induction > threshold).nonzero().tolist()]
 
-    def rows(self) -> List[list]:
+    def rows(self) -> list[list]:
         """[layer, head, previous, induction, first] for every head, for a printed table."""
         L, H = self.previous.shape
         return [[layer, head, self.previous[layer, head].item(), self.induction[layer, head].item(),
@@ -184,7 +184,7 @@ def ablated(model, heads: Iterable[Head], mode: str = "mean") -> Iterator[None]:
             handle.remove()
 
 
-def _switch_off(heads: List[int], head_dim: int, mode: str):
+def _switch_off(heads: list[int], head_dim: int, mode: str):
     def hook(module, inputs):
         (x,) = inputs  # [B, T, H * D]: the heads' outputs side by side
         x = x.clone()

@@ -41,15 +41,24 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
+
 from .reproduction import Reproduction, compare, fingerprint_differences, machine_fingerprint, weight_distance
-from .tiny_data import (BOS, HELD_OUT_FILES, TRAIN_FILES, VOCAB_SIZE, ByteTokenizer, DataMix,
-                        held_out_text, text_sha256, train_text)
+from .tiny_data import (
+    BOS,
+    HELD_OUT_FILES,
+    TRAIN_FILES,
+    VOCAB_SIZE,
+    ByteTokenizer,
+    DataMix,
+    held_out_text,
+    text_sha256,
+    train_text,
+)
 from .training import TrainingLog, fixed_threads, train
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
@@ -104,7 +113,7 @@ class Recipe:
     first_copy_from: int = 1200  # the step from which a span's unpredictable first copy is scored
 
     @classmethod
-    def with_steps(cls, steps: int, seed: int = 0) -> "Recipe":
+    def with_steps(cls, steps: int, seed: int = 0) -> Recipe:
         """The recipe stretched or shrunk to `steps` steps (warm-up and phases in proportion)."""
         if steps < 1:
             raise ValueError(f"steps must be at least 1, got {steps}.")
@@ -123,8 +132,8 @@ def build_model(seed: int = 0) -> MiniMindForCausalLM:
     return MiniMindForCausalLM(tiny_config())
 
 
-def train_tiny(recipe: Recipe = Recipe(), steps: Optional[int] = None, progress: bool = False,
-               log_every: int = 0) -> Tuple[MiniMindForCausalLM, TrainingLog]:
+def train_tiny(recipe: Recipe = Recipe(), steps: int | None = None, progress: bool = False,
+               log_every: int = 0) -> tuple[MiniMindForCausalLM, TrainingLog]:
     """Train the tiny model by `recipe` with the course's shared loop; returns (model in eval
     mode, log). `steps` stops early: the first `steps` steps of the same run (warm-up and learning
     rate as in the full run, as long as steps <= recipe.warmup), for tests."""
@@ -141,7 +150,7 @@ def train_tiny(recipe: Recipe = Recipe(), steps: Optional[int] = None, progress:
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def _tensors(model: MiniMindForCausalLM) -> Dict[str, torch.Tensor]:
+def _tensors(model: MiniMindForCausalLM) -> dict[str, torch.Tensor]:
     """The state dict to save: every tensor once (the tied output matrix is the embedding)."""
     state = model.state_dict()
     if model.config.tie_word_embeddings:
@@ -149,7 +158,7 @@ def _tensors(model: MiniMindForCausalLM) -> Dict[str, torch.Tensor]:
     return {name: tensor.detach().contiguous() for name, tensor in state.items()}
 
 
-def _header(model: MiniMindForCausalLM, recipe: Recipe) -> Dict[str, str]:
+def _header(model: MiniMindForCausalLM, recipe: Recipe) -> dict[str, str]:
     """The safetensors metadata: everything the weights depend on, as one JSON text under one key.
     One key, because the file format does not keep the order of several keys (it stores them in
     a hash map), and the file's bytes must not change from one save to the next."""
@@ -191,7 +200,7 @@ def checkpoint_metadata(path: Path = CHECKPOINT) -> dict:
     return json.loads(header[METADATA_KEY])
 
 
-def load_tiny_model(path: Path = CHECKPOINT) -> Tuple[MiniMindForCausalLM, ByteTokenizer]:
+def load_tiny_model(path: Path = CHECKPOINT) -> tuple[MiniMindForCausalLM, ByteTokenizer]:
     """The trained tiny model (eval mode) and its tokenizer. A missing file raises
     FileNotFoundError that says how to make it."""
     from safetensors.torch import load_file
@@ -202,11 +211,12 @@ def load_tiny_model(path: Path = CHECKPOINT) -> Tuple[MiniMindForCausalLM, ByteT
     model = MiniMindForCausalLM(config)
     missing, unexpected = model.load_state_dict(load_file(str(path)), strict=False)
     if unexpected or set(missing) - {TIED}:
-        raise ValueError(f"{path} does not fit the tiny model: missing {sorted(missing)}, unexpected {sorted(unexpected)}.")
+        raise ValueError(f"{path} does not fit the tiny model: missing {sorted(missing)}, "
+                         f"unexpected {sorted(unexpected)}.")
     return model.eval(), ByteTokenizer()
 
 
-def load_tiny_model_or_exit(path: Path = CHECKPOINT) -> Tuple[MiniMindForCausalLM, ByteTokenizer]:
+def load_tiny_model_or_exit(path: Path = CHECKPOINT) -> tuple[MiniMindForCausalLM, ByteTokenizer]:
     """load_tiny_model() for a command-line script: when the checkpoint is missing, print the
     message that says how to make it (no traceback) and exit with status 2, as for a bad argument."""
     try:
@@ -255,7 +265,7 @@ def held_out_loss(model: MiniMindForCausalLM, seq_len: int = 128) -> float:
 
 
 def greedy_samples(model: MiniMindForCausalLM, tokenizer: ByteTokenizer, prompts=SAMPLE_PROMPTS,
-                   new_tokens: int = 40) -> List[Tuple[str, str]]:
+                   new_tokens: int = 40) -> list[tuple[str, str]]:
     """(prompt, greedy continuation) for each prompt."""
     samples = []
     with fixed_threads(THREADS):
@@ -266,8 +276,8 @@ def greedy_samples(model: MiniMindForCausalLM, tokenizer: ByteTokenizer, prompts
     return samples
 
 
-def report(model: MiniMindForCausalLM, recipe: Recipe, log: Optional[TrainingLog], path: Path,
-           cpu_seconds: Optional[float], prefix_log: Optional[TrainingLog]) -> dict:
+def report(model: MiniMindForCausalLM, recipe: Recipe, log: TrainingLog | None, path: Path,
+           cpu_seconds: float | None, prefix_log: TrainingLog | None) -> dict:
     """Everything a learner (and the tests) want to know about a trained checkpoint."""
     from .tiny_heads import measure_head_scores, repeat_loss, repeated_probe
 
@@ -356,12 +366,13 @@ def _print_losses(log: TrainingLog, recipe: Recipe, rows: int = 10) -> None:
         print(f"  steps {start + 1:>5}-{start + len(chunk):<5} {sum(chunk) / len(chunk):.3f}")
 
 
-def _text_differs(info: dict) -> Optional[Reproduction]:
+def _text_differs(info: dict) -> Reproduction | None:
     """A rebuild is impossible when this Python's standard-library text is not the training text."""
     if text_sha256() == info["depends_on"]["text_sha256"]:
         return None
+    expected = info["depends_on"]["text_sha256"]
     return Reproduction("none possible", "this Python's standard-library text is not the one the model was trained "
-                        f"on (sha256 {text_sha256()[:12]}... against {info['depends_on']['text_sha256'][:12]}...)", False)
+                        f"on (sha256 {text_sha256()[:12]}... against {expected[:12]}...)", False)
 
 
 def reproduce_prefix(checkpoint: Path = CHECKPOINT) -> Reproduction:
@@ -402,7 +413,7 @@ def rebuild(checkpoint: Path = CHECKPOINT, progress: bool = False) -> Reproducti
 
 
 def _same_kind(model: MiniMindForCausalLM, checkpoint: Path, info: dict, first_steps: Reproduction,
-               differences: List[str]) -> Reproduction:
+               differences: list[str]) -> Reproduction:
     """The checks a full rebuild on another machine can pass: the first steps reproduced, and a
     model that learned what the committed one learned, by the committed report's own numbers
     (HELD_OUT_BOUND's comment has the spreads measured across machines)."""
@@ -440,7 +451,7 @@ def _check(progress: bool) -> int:
     return 0 if result.passed else 1
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="make train-tiny ARGS=...", description="Train the course's tiny MiniMind (module 09) "
         "on the CPU, save it as safetensors and report its held-out loss, samples and head scores.")

@@ -31,15 +31,15 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-Batch = Tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, torch.Tensor]
 BatchFn = Callable[[int, torch.Generator], Batch]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -50,7 +50,7 @@ IGNORE_INDEX = -100  # targets with this value add nothing to the loss (padding,
 class TrainingLog:
     """What a run did: the loss after every step and the wall time it took."""
 
-    losses: List[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
     def final_loss(self, last: int = 20) -> float:
@@ -95,7 +95,7 @@ def learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
 
 
 def train(model: nn.Module, batch: BatchFn, *, steps: int, lr: float = 3e-3, seed: int = 0,
-          warmup: Optional[int] = None, weight_decay: float = 0.0, clip: float = 1.0,
+          warmup: int | None = None, weight_decay: float = 0.0, clip: float = 1.0,
           loss_fn: LossFn = next_token_loss, progress: bool = False, log_every: int = 0,
           threads: int = 1) -> TrainingLog:
     """Train `model` in place with AdamW for `steps` steps and return the losses.

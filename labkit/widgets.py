@@ -22,7 +22,8 @@ widget shows the function's output from the start.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as widgets
 from IPython.display import display
@@ -33,7 +34,7 @@ from .figures import show_figures_inline
 __all__ = ["Interactive", "interact", "show_in"]
 
 
-def _captured_outputs(function: Callable[[], Any]) -> List[dict]:
+def _captured_outputs(function: Callable[[], Any]) -> list[dict]:
     """Run `function`, capturing what it displays and prints, as notebook outputs (nbformat dicts):
     first what it displayed (figures), then its printed text.
 
@@ -71,7 +72,7 @@ def _control(abbreviation: Any) -> widgets.ValueWidget:
 class Interactive(widgets.VBox):
     """The controls, then the function's output; its text form names the function and the values."""
 
-    def __init__(self, function: Callable[..., Any], controls: Dict[str, Any]):
+    def __init__(self, function: Callable[..., Any], controls: dict[str, Any]):
         self.function = function
         self.controls = {name: _control(control) for name, control in controls.items()}
         for name, control in self.controls.items():
@@ -83,7 +84,7 @@ class Interactive(widgets.VBox):
         for control in self.controls.values():
             control.observe(lambda change: self.update(), names="value")
 
-    def values(self) -> Dict[str, Any]:
+    def values(self) -> dict[str, Any]:
         return {name: control.value for name, control in self.controls.items()}
 
     def update(self, raise_errors: bool = False) -> None:

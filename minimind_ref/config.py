@@ -151,7 +151,7 @@ class MiniMindConfig:
         """Every field, derived ones included, as plain values."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
-    def replace(self, **changes: Any) -> "MiniMindConfig":
+    def replace(self, **changes: Any) -> MiniMindConfig:
         """A copy with some fields changed, validated again. Fields that were derived (head_dim,
         intermediate_size, ...) are derived again from the new values unless given."""
         fields = {k: v for k, v in self.to_dict().items() if k not in self._derived}

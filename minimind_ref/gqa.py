@@ -23,7 +23,8 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     rule is the same). With n_rep == 1 (MHA) the input itself is returned, no copy.
     """
     if x.dim() != 4:
-        raise ValueError(f"repeat_kv expects a 4-D tensor [batch, kv_heads, seq, head_dim], got shape {tuple(x.shape)}.")
+        raise ValueError(
+            f"repeat_kv expects a 4-D tensor [batch, kv_heads, seq, head_dim], got shape {tuple(x.shape)}.")
     if isinstance(n_rep, bool) or not isinstance(n_rep, int) or n_rep < 1:
         raise ValueError(f"repeat_kv's n_rep must be a positive integer, got {n_rep!r}.")
     if n_rep == 1:

@@ -82,7 +82,8 @@ class KVCache:
         start = self.lengths[layer_idx]
         end = start + k.shape[2]
         if end > self.max_length:
-            raise CacheError(f"the KV cache would hold {end} positions, past max_position_embeddings ({self.max_length}).")
+            raise CacheError(
+                f"the KV cache would hold {end} positions, past max_position_embeddings ({self.max_length}).")
         if self.keys[layer_idx] is None or end > self.keys[layer_idx].shape[2]:
             self._grow(layer_idx, end, like=k)
         self.keys[layer_idx][:, :, start:end] = k

@@ -273,7 +273,8 @@ def check_inputs(config: MiniMindConfig, input_ids, attention_mask=None, past_ke
     if (not isinstance(position_ids, torch.Tensor) or position_ids.dim() != 2 or position_ids.shape[1] != seq_len
             or position_ids.shape[0] not in (1, batch)):
         shape = tuple(position_ids.shape) if isinstance(position_ids, torch.Tensor) else type(position_ids).__name__
-        raise ValueError(f"position_ids must be [batch, seq_len] = [{batch}, {seq_len}] (or [1, {seq_len}]), got {shape}.")
+        raise ValueError(
+            f"position_ids must be [batch, seq_len] = [{batch}, {seq_len}] (or [1, {seq_len}]), got {shape}.")
     if int(position_ids.min()) < 0 or int(position_ids.max()) >= max_pos:
         raise ValueError(f"position_ids must lie in [0, max_position_embeddings={max_pos}).")
 

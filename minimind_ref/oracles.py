@@ -30,8 +30,9 @@ def hf_config(config: MiniMindConfig, attn_implementation: str = "sdpa"):
             raise ValueError("YaRN twin needs max_position_embeddings > original_max_position_embeddings.")
         # MiniMind caps the ramp's upper pair index at head_dim/2 - 1, transformers at head_dim - 1:
         # the two agree only while the uncapped index stays below MiniMind's cap.
-        high = math.ceil(yarn_correction_dim(config.rope_scaling["beta_slow"], config.head_dim,
-                                             config.rope_theta, config.rope_scaling["original_max_position_embeddings"]))
+        scaling = config.rope_scaling
+        high = math.ceil(yarn_correction_dim(scaling["beta_slow"], config.head_dim, config.rope_theta,
+                                             scaling["original_max_position_embeddings"]))
         if high > config.head_dim // 2 - 1:
             raise ValueError(
                 f"No transformers twin for this YaRN config: the ramp's upper pair index ({high}) passes "

@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
 
 # number -> (slug, title). The slug names the module everywhere: modules/, notebooks/, experiments/,
 # quizzes/ (see CONTRIBUTING.md, "A module").
-PLANNED_MODULES: Dict[str, Tuple[str, str]] = {
+PLANNED_MODULES: dict[str, tuple[str, str]] = {
     "01": ("attention_basics", "Attention basics"),
     "02": ("qkv", "Queries, keys and values"),
     "03": ("multi_head", "Multi-head attention"),
@@ -63,7 +63,7 @@ class CourseError(Exception):
 ROOT_ENV = "ATTENTION_LAB_COURSE"  # names the course folder when it cannot be found from where you are
 
 
-def find_course_root(start: Optional[Path] = None) -> Path:
+def find_course_root(start: Path | None = None) -> Path:
     """The folder that holds the course: the first one, walking up from `start` (default: the
     current directory), that holds a module, that is an NN_slug entry in modules/, notebooks/,
     experiments/ or quizzes/. The course is recognised by its content, wherever the package is
@@ -112,7 +112,7 @@ class Module:
     def name(self) -> str:
         return f"{self.number}_{self.slug}"
 
-    def _part(self, part: str) -> Optional[Path]:
+    def _part(self, part: str) -> Path | None:
         """The module's entry in a part's folder: NN_slug itself, else any NN_* (a slug that
         drifted from the plan is still found rather than reported missing)."""
         folder, suffix, is_dir = _PARTS[part]
@@ -126,20 +126,20 @@ class Module:
         return None
 
     @property
-    def guide(self) -> Optional[Path]:
+    def guide(self) -> Path | None:
         folder = self._part("guide")
         return folder / "README.md" if folder and (folder / "README.md").is_file() else None
 
     @property
-    def notebook(self) -> Optional[Path]:
+    def notebook(self) -> Path | None:
         return self._part("notebook")
 
     @property
-    def quiz(self) -> Optional[Path]:
+    def quiz(self) -> Path | None:
         return self._part("quiz")
 
     @property
-    def experiments(self) -> List[Path]:
+    def experiments(self) -> list[Path]:
         """The module's experiment scripts, expK_*.py, in the order of K as a number (exp10 after
         exp2). Other files in the folder (helpers) are not experiments."""
         folder = self._part("experiments")
@@ -157,9 +157,9 @@ def _strip(name: str, suffix: str) -> str:
     return name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else name
 
 
-def numbers_on_disk(root: Path) -> Dict[str, str]:
+def numbers_on_disk(root: Path) -> dict[str, str]:
     """Module numbers that have at least one part on disk, mapped to the slug found there."""
-    found: Dict[str, str] = {}
+    found: dict[str, str] = {}
     for folder, suffix, is_dir in _PARTS.values():
         base = root / folder
         if not base.is_dir():
@@ -173,7 +173,7 @@ def numbers_on_disk(root: Path) -> Dict[str, str]:
     return found
 
 
-def all_modules(root: Path) -> List[Module]:
+def all_modules(root: Path) -> list[Module]:
     """Every planned module and every module on disk, in number order."""
     on_disk = numbers_on_disk(root)
     modules = []
@@ -189,7 +189,7 @@ def format_numbers(numbers: Iterable[str]) -> str:
     values = sorted(int(n) for n in numbers)
     if not values:
         return "none yet"
-    runs: List[List[int]] = []
+    runs: list[list[int]] = []
     for value in values:
         if runs and value == runs[-1][-1] + 1:
             runs[-1].append(value)
@@ -256,7 +256,7 @@ def _modules_with(root: Path, target: str) -> str:
     return format_numbers(m.number for m in all_modules(root) if _has_part(m, target))
 
 
-def experiment_scripts(module: Module) -> List[Path]:
+def experiment_scripts(module: Module) -> list[Path]:
     """The module's experiment scripts; CourseError if it has none yet."""
     scripts = module.experiments
     if not scripts:
@@ -297,7 +297,7 @@ _PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "not
 _ALL_WHEN_EMPTY = ("notebooks", "portability")  # targets where no number means every notebook
 
 
-def check(target: str, text: str, root: Path) -> Optional[Module]:
+def check(target: str, text: str, root: Path) -> Module | None:
     """Everything `make TARGET M=text` needs, checked before any work: a module number (optional
     for notebooks and portability, where none means every notebook), a known module, and the part
     the target uses."""
@@ -315,7 +315,7 @@ def check(target: str, text: str, root: Path) -> Optional[Module]:
     return module
 
 
-def _script(argv: List[str]) -> int:
+def _script(argv: list[str]) -> int:
     """`python -m labkit.course.catalog check TARGET [NUMBER]`: silent and 0 when `make TARGET M=NUMBER` can go ahead,
     else one line on stderr and 2."""
     if len(argv) not in (2, 3) or argv[0] != "check" or argv[1] not in _REQUIREMENTS:

@@ -21,7 +21,6 @@ real kernel all execute notebooks through `execute_notebook`, which adds two thi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 CELL_TIMEOUT = 180  # seconds one cell may run; every notebook runs whole in under 60 s on 2 cores
 
@@ -43,7 +42,7 @@ def _client_class():
     return CourseNotebookClient
 
 
-def execute_notebook(notebook, folder: Path, cell_timeout: Optional[int] = CELL_TIMEOUT,
+def execute_notebook(notebook, folder: Path, cell_timeout: int | None = CELL_TIMEOUT,
                      allow_errors: bool = False, record_timing: bool = False):
     """Run every code cell of `notebook` (an nbformat node, updated in place and returned) top to
     bottom in a fresh python3 kernel started in `folder`. A cell past `cell_timeout` seconds raises

@@ -37,9 +37,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -131,7 +131,7 @@ class CellChange:
     stored: str
     new: str
 
-    def diff(self, context: int = 0) -> List[str]:
+    def diff(self, context: int = 0) -> list[str]:
         return [line for line in difflib.unified_diff(self.stored.splitlines(), self.new.splitlines(),
                                                       "stored", "this machine", n=context, lineterm="")
                 if not line.startswith(("---", "+++"))]
@@ -142,20 +142,20 @@ class Run:
     """What one stand-in did to one notebook."""
 
     machine: str
-    changes: List[CellChange] = field(default_factory=list)
-    error: Optional[str] = None
+    changes: list[CellChange] = field(default_factory=list)
+    error: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None and not self.changes
 
 
-def compared_text(cell) -> Optional[str]:
+def compared_text(cell) -> str | None:
     """The part of a code cell's outputs that strict nbval compares, as one text (None for a cell
     marked NBVAL_IGNORE_OUTPUT): streams, text data, error names; not pictures or widget ids."""
     if IGNORE_MARK in cell.source:
         return None
-    parts: List[str] = []
+    parts: list[str] = []
     last_stream = None
     for output in cell.get("outputs", []):
         kind = output["output_type"]
@@ -181,7 +181,7 @@ def _code_cells(notebook) -> list:
 
 
 @contextlib.contextmanager
-def _environment(variables: Dict[str, str]) -> Iterator[None]:
+def _environment(variables: dict[str, str]) -> Iterator[None]:
     """os.environ with `variables` set, for the kernel started inside the block (kernels inherit
     the environment of the process that starts them)."""
     before = {name: os.environ.get(name) for name in variables}
@@ -228,7 +228,7 @@ def run_on(path: Path, machine: str, cell_timeout: int = 300) -> Run:
     return run
 
 
-def cell_numbers(path: Path) -> Dict[int, int]:
+def cell_numbers(path: Path) -> dict[int, int]:
     """Code-cell index -> the cell's index among all cells (what nbval's 'Cell N' counts)."""
     import nbformat
 
@@ -237,12 +237,12 @@ def cell_numbers(path: Path) -> Dict[int, int]:
     return dict(enumerate(code))
 
 
-def machines_from(names: Sequence[str], noise_seeds: int) -> List[str]:
+def machines_from(names: Sequence[str], noise_seeds: int) -> list[str]:
     chosen = list(names) if names else list(ENVIRONMENTS)
     return chosen + [f"{NOISE_PREFIX}{seed}" for seed in range(1, noise_seeds + 1)]
 
 
-def report(path: Path, runs: List[Run], root: Path) -> int:
+def report(path: Path, runs: list[Run], root: Path) -> int:
     """Print, per stand-in, the cells whose outputs would change; 1 if any would."""
     numbers = cell_numbers(path)
     name = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)

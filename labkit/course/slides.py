@@ -25,13 +25,12 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict, List
 
 import nbformat
 
 ASSETS = "assets"
 # What each wheel vendors, and where it goes under outputs/slides/assets/.
-_WHEEL_FILES: Dict[str, tuple] = {
+_WHEEL_FILES: dict[str, tuple] = {
     "sphinx_revealjs": ("sphinx_revealjs/_static/revealjs/", "reveal.js"),
     "jupyter_server_mathjax": ("jupyter_server_mathjax/static/", "mathjax"),
 }
@@ -102,7 +101,7 @@ def ensure_assets(out_dir: Path, root: Path) -> Path:
     return assets
 
 
-def _find_wheels(folder: Path) -> Dict[str, Path]:
+def _find_wheels(folder: Path) -> dict[str, Path]:
     found = {}
     for wheel in sorted(folder.glob("*.whl")) if folder.is_dir() else []:
         name = wheel.name.split("-", 1)[0].lower()
@@ -151,7 +150,7 @@ def write_slides(notebook_path: Path, out_dir: Path, root: Path) -> Path:
     return target
 
 
-def remote_urls(html: str) -> List[str]:
+def remote_urls(html: str) -> list[str]:
     """The http(s) URLs that the page itself loads (scripts, style sheets, images, frames): an
     offline deck has none. Links a reader may click (a paper on arXiv) are not loads."""
     tags = re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", html, re.I)

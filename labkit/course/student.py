@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List
 
 import nbformat
 
@@ -77,7 +76,7 @@ class Written:
     status: str  # "written", "unchanged" or "kept" (the learner's edited copy)
 
 
-def write_student_copies(notebooks: List[Path], out_dir: Path, force: bool = False) -> List[Written]:
+def write_student_copies(notebooks: list[Path], out_dir: Path, force: bool = False) -> list[Written]:
     """Write a student copy of each notebook into `out_dir`; keep edited copies unless `force`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []

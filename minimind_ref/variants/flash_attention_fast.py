@@ -81,7 +81,6 @@ class _FlashAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, is_causal, scale, block_q, block_k):
         batch, heads, query_len, head_dim = q.shape
-        key_len = k.shape[2]
         # [B, H, T, D] -> [B*H, T, D]: every head is one independent attention problem
         q3, k3, v3 = (t.reshape(batch * heads, -1, head_dim) for t in (q, k, v))
         out, lse = _forward(q3, k3, v3, is_causal, scale, block_q, block_k)

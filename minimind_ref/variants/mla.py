@@ -116,7 +116,7 @@ class MLAConfig:
         """Numbers cached per token and layer: the latent and the shared rotary key, d_c + d_R."""
         return self.kv_lora_rank + self.qk_rope_head_dim
 
-    def replace(self, **changes) -> "MLAConfig":
+    def replace(self, **changes) -> MLAConfig:
         """A copy with some fields changed, validated again."""
         return replace(self, **changes)
 
@@ -263,7 +263,8 @@ class MultiHeadLatentAttention(nn.Module):
 
     def latents(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x [B, T, C] -> the latent c_kv [B, T, d_c] (normalised) and k_rope [B, 1, T, d_R] (not rotated)."""
-        c_kv, k_rope = self.kv_a_proj_with_mqa(x).split([self.config.kv_lora_rank, self.config.qk_rope_head_dim], dim=-1)
+        widths = [self.config.kv_lora_rank, self.config.qk_rope_head_dim]
+        c_kv, k_rope = self.kv_a_proj_with_mqa(x).split(widths, dim=-1)
         return self.kv_a_layernorm(c_kv), k_rope[:, None]  # k_rope: one "head", shared by all query heads
 
     def up_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -300,7 +301,8 @@ class MultiHeadLatentAttention(nn.Module):
         q = torch.cat([absorb_query(q_nope, w_uk), q_rope], dim=-1)  # [B, H, T, d_c + d_R]
         k = torch.cat([c_kv[:, None], k_rope], dim=-1)  # [B, 1, S, d_c + d_R]: one key head for all
         v = c_kv[:, None]  # [B, 1, S, d_c]: the latent is also the (one) value head
-        o_latent = scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale, enable_gqa=True)  # [B, H, T, d_c]
+        # [B, H, T, d_c]
+        o_latent = scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale, enable_gqa=True)
         return expand_output(o_latent, w_uv)  # [B, H, T, d_v]
 
     def forward(self, x: torch.Tensor, cache: LatentCache | None = None, absorbed: bool = False) -> torch.Tensor:
