@@ -29,13 +29,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 
 import torch
 
 from harness import Target, fix_threads, interleaved_medians, interleaved_times, python_calls, report
 
 import minimind_ref as mm
+from labkit.timing import time_call
 from minimind_ref.oracles import hf_twin
 
 
@@ -71,14 +71,15 @@ def seconds_per_token(model: mm.MiniMindForCausalLM, context: torch.Tensor, step
     if use_cache:
         cache = mm.KVCache(model.config, 1, capacity=context.shape[1] + steps)  # room for every step
         model(context, past_key_values=cache, use_cache=True)
-        start = time.perf_counter()
-        for _ in range(steps):
-            model(token, past_key_values=cache, use_cache=True)
+
+        def run():
+            for _ in range(steps):
+                model(token, past_key_values=cache, use_cache=True)
     else:
-        start = time.perf_counter()
-        for _ in range(steps):
-            model(context)
-    return (time.perf_counter() - start) / steps
+        def run():
+            for _ in range(steps):
+                model(context)
+    return time_call(run) / steps
 
 
 def per_token_by_context(model, contexts, steps: int, rounds: int, seed: int) -> dict[tuple[str, int], float]:

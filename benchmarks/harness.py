@@ -3,29 +3,25 @@
 Speed claims in this course are ratios measured in one process, one after the other, never
 absolute times compared across runs: a shared laptop or CI machine changes speed from minute to
 minute, but two things timed in turn within seconds see the same machine. Each round times every
-contender once, in turn; the median over rounds is reported, so one slow round does not decide.
+contender once, in turn, with the course's one timer (`labkit.timing.time_call`); the median over
+rounds is reported, so one slow round does not decide.
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
+from labkit.timing import time_call
+
 
 def fix_threads(threads: int) -> None:
     """Run on a fixed number of CPU threads, as the targets are stated (2: a laptop's share)."""
     torch.set_num_threads(threads)
-
-
-def time_call(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def interleaved_times(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:

@@ -48,8 +48,8 @@ import random
 import sys
 import tempfile
 import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from .course.catalog import find_course_root
 
@@ -69,8 +69,8 @@ class Experiment:
         self.failed: list[str] = []
 
     @staticmethod
-    def parser(doc: Optional[str], script_file: str,
-               add_arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None) -> argparse.ArgumentParser:
+    def parser(doc: str | None, script_file: str,
+               add_arguments: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
         """The script's argument parser, the course's flags plus its own, built without parsing
         anything or running the experiment (tests read every option's type and bounds from it)."""
         script = Path(script_file).resolve()
@@ -89,9 +89,9 @@ class Experiment:
         return parser
 
     @classmethod
-    def start(cls, doc: Optional[str], script_file: str, argv: Optional[Sequence[str]] = None,
-              add_arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None,
-              check_arguments: Optional[Callable[[argparse.Namespace], Optional[str]]] = None) -> "Experiment":
+    def start(cls, doc: str | None, script_file: str, argv: Sequence[str] | None = None,
+              add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+              check_arguments: Callable[[argparse.Namespace], str | None] | None = None) -> Experiment:
         """Parse the command line (the course's flags plus the script's own), check the constraints
         between flags, seed every random generator from --seed and print the claim being tested.
 
@@ -279,11 +279,14 @@ def _can_write_in(folder: Path) -> bool:
         probe = tempfile.mkdtemp(prefix=".write-check-", dir=folder)
     except OSError:
         return False
-    os.rmdir(probe)
+    try:
+        os.rmdir(probe)
+    except OSError:  # made but not removable: still, the folder can be written
+        pass
     return True
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], formats: Optional[Sequence[str]] = None) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], formats: Sequence[str] | None = None) -> None:
     """Print rows as an aligned plain-text table; `formats` (one per column, e.g. ".3f") format
     the numbers, and text columns are left-aligned, number columns right-aligned."""
     formats = list(formats) if formats is not None else [""] * len(headers)

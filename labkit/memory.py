@@ -1,4 +1,4 @@
-"""TensorMemory: the peak bytes of the tensors a block of torch code creates (module 08, section 7).
+"""TensorMemory: the peak bytes of the tensors a block of torch code creates (module 08, section 4).
 
     with TensorMemory() as memory:
         out = mm.scaled_dot_product_attention(q, k, v, is_causal=True)

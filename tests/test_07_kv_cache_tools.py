@@ -1,8 +1,8 @@
 """The measuring tools of module 07's experiments, against oracles: the closed-form FLOP count
-against torch's FlopCounterMode, the byte counter against tensors' own sizes and minimind_ref's
-KVCache, the cache-size formula against KVCache.nbytes(), and the hand-built decoding step of the
-pitfalls experiment against the model's own forward (so that its "broken" variants differ from a
-faithful copy by the bug alone)."""
+against torch's FlopCounterMode, the timed decoding loops against generate, the byte counter
+against tensors' own sizes and minimind_ref's KVCache, the cache-size formula against
+KVCache.nbytes(), and the hand-built decoding step of the pitfalls experiment against the model's
+own forward (so that its "broken" variants differ from a faithful copy by the bug alone)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import minimind_ref as mm
 from experiment_scripts import load_experiment
 
 cost = load_experiment("07", "exp2_cost_per_token")
+timing = load_experiment("07", "exp6_time_per_token")
 memory = load_experiment("07", "exp3_cache_memory")
 growth = load_experiment("07", "exp4_cache_growth")
 pitfalls = load_experiment("07", "exp5_pitfalls")
@@ -62,6 +63,29 @@ def test_growth_exponent_recovers_powers():
     lengths = [8, 16, 32, 64]
     assert cost.growth_exponent(lengths, [3.0 * n for n in lengths]) == pytest.approx(1.0)
     assert cost.growth_exponent(lengths, [0.5 * n * n for n in lengths]) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["recompute", "cache"])
+def test_timed_decoding_loop_feeds_what_generate_feeds(cached):
+    """exp6 times one forward per generated token: the whole sequence so far without the cache,
+    the prompt and then one token at a time with it; the tokens are generate's."""
+    config = small_config(flash_attn=True)
+    model = pitfalls.random_minimind(config, seed=6)
+    prompt = torch.randint(0, config.vocab_size, (1, 3), generator=torch.Generator().manual_seed(7))
+    fed, produced = [], []
+    feed = model.model.embed_tokens.register_forward_hook(lambda module, args, out: fed.append(args[0].clone()))
+    pick = model.lm_head.register_forward_hook(lambda module, args, out: produced.append(out[:, -1].argmax(-1)))
+    try:
+        seconds = timing.step_times(model, prompt, 6, cached, repeats=2)
+    finally:
+        feed.remove()
+        pick.remove()
+    assert len(seconds) == 6 and all(s > 0 for s in seconds)
+    expected = model.generate(prompt, 6, use_cache=False)
+    assert torch.equal(torch.stack(produced[:6], 1), expected[:, 3:])  # the first of the two runs
+    widths = [ids.shape[1] for ids in fed[:6]]
+    assert widths == ([3, 1, 1, 1, 1, 1] if cached else [3, 4, 5, 6, 7, 8])
+    assert len(fed) == 12, "each run feeds one forward per token"
 
 
 def test_bytes_written_counts_cat_copies_and_ignores_views():

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import math
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -10,7 +14,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, fraction, int_in, int_list, output_folder, print_table
 
 DOC = """Two plus two is four.
 
@@ -49,6 +53,88 @@ def test_script_arguments_are_added(script):
     exp = Experiment.start(DOC, str(script), ["--tokens", "9"],
                            lambda parser: parser.add_argument("--tokens", type=int, default=6))
     assert exp.args.tokens == 9
+
+
+def test_parser_is_built_without_running_anything(script, capsys):
+    parser = Experiment.parser(DOC, str(script), lambda p: p.add_argument("--tokens", type=int_in(2, 64), default=6))
+    assert capsys.readouterr().out == "", "building the parser prints nothing and seeds nothing"
+    assert {a.dest for a in parser._actions} >= {"seed", "out", "show", "tokens"}
+    assert parser.prog == "python experiments/01_attention_basics/exp1_demo.py"
+
+
+def test_bad_values_are_usage_errors_that_name_the_flag(script, capsys):
+    def add(parser):
+        parser.add_argument("--tokens", type=int_in(2, 4096), default=6)
+        parser.add_argument("--lr", type=float_in(0.0, 10.0, low_open=True), default=0.1)
+    for argv, message in [(["--tokens", "0"], "argument --tokens: must be an integer from 2 to 4096, got '0'"),
+                          (["--tokens", "abc"], "argument --tokens: must be an integer from 2 to 4096, got 'abc'"),
+                          (["--lr", "nan"], "argument --lr: must be a number above 0 and at most 10, got 'nan'"),
+                          (["--lr=-inf"], "argument --lr: must be a number above 0 and at most 10, got '-inf'"),
+                          (["--seed", str(2 ** 32)], "argument --seed: must be an integer from 0 to 4294967295")]:
+        with pytest.raises(SystemExit) as exited:
+            Experiment.start(DOC, str(script), argv, add)
+        assert exited.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_cross_flag_checks_exit_2_with_their_message(script, capsys):
+    def add(parser):
+        parser.add_argument("--low", type=int_in(1, 100), default=1)
+        parser.add_argument("--high", type=int_in(1, 100), default=10)
+
+    def check(args):
+        return f"--low must be at most --high, got {args.low} and {args.high}" if args.low > args.high else None
+    assert Experiment.start(DOC, str(script), ["--low", "5"], add, check).args.low == 5
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        Experiment.start(DOC, str(script), ["--low", "50"], add, check)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert "error: --low must be at most --high, got 50 and 10" in captured.err
+    assert captured.out == "", "nothing runs, not even the claim is printed"
+
+
+def test_bounded_types_keep_their_bounds_and_refuse_what_is_outside():
+    tokens = int_in(2, 4096)
+    assert (tokens.kind, tokens.low, tokens.high) == (int, 2, 4096)
+    assert tokens("2") == 2 and tokens(" 4096 ") == 4096
+    for bad in ("1", "4097", "abc", "2.0", "", "99999999999999999999"):
+        with pytest.raises(argparse.ArgumentTypeError, match="must be an integer from 2 to 4096"):
+            tokens(bad)
+    share = fraction()
+    assert share("1") == 1.0 and share("1e-9") == 1e-9
+    for bad in ("0", "1.0000001", "nan", "inf", "-inf", "x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="must be a number above 0 and at most 1"):
+            share(bad)
+    assert float_in(-5, -1)("-5") == -5.0
+    with pytest.raises(argparse.ArgumentTypeError, match="from -5 to -1"):
+        float_in(-5, -1)("-0.5")
+    lengths = int_list(1, 16384)
+    assert (lengths.low, lengths.high) == (1, 16384)
+    assert lengths("256,1024,4096") == [256, 1024, 4096]
+    for bad in ("256,0", "256,,1024", "256;1024", "16385"):
+        with pytest.raises(argparse.ArgumentTypeError, match="integers from 1 to 16384, separated by commas"):
+            lengths(bad)
+    for wrong in (lambda: int_in(5, 1), lambda: float_in(0, math.inf), lambda: int_in(1.5, 3)):
+        with pytest.raises(ValueError):
+            wrong()
+
+
+def test_out_must_be_a_folder_that_can_be_created_and_nothing_is_made_when_it_cannot(tmp_path):
+    assert output_folder(str(tmp_path / "new" / "deeper")) == str(tmp_path / "new" / "deeper")
+    assert sorted(tmp_path.iterdir()) == [], "checking creates nothing"
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(argparse.ArgumentTypeError, match="is a file"):
+        output_folder(str(blocker))
+    with pytest.raises(argparse.ArgumentTypeError, match="is a file"):
+        output_folder(str(blocker / "figures"))
+    with pytest.raises(argparse.ArgumentTypeError, match="must name a folder"):
+        output_folder("")
+    if Path("/proc").is_dir():
+        with pytest.raises(argparse.ArgumentTypeError, match="not writable"):
+            output_folder("/proc/nope")
+    assert sorted(tmp_path.iterdir()) == [blocker]
 
 
 def test_claims_decide_the_exit_status(script, capsys):

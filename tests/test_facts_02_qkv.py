@@ -130,8 +130,12 @@ def test_module_02_quiz_explanation_numbers():
     assert f"With {H} key/value heads" in text
     assert f"$4 \\times {tex(sizes['q_proj.weight'])} = {tex(sum(p.numel() for p in mha.parameters()))}$" in text
 
-    assert "$2 \\times 8 \\times 3 \\times 7 = 336$" in quiz["cross-count"].explanation
-    assert 2 * 8 * 3 * 7 == RECOMPUTED["02_qkv"]["cross-count"]()
+    cross = quiz["cross-count"]
+    shape = (2, 8, 3, 7)  # the question's batch, heads, queries and keys
+    assert "batch 2, 8 heads, 3 queries and 7 keys" in cross.question
+    count = RECOMPUTED["02_qkv"]["cross-count"]()
+    assert count == shape[0] * shape[1] * shape[2] * shape[3]
+    assert f"$2 \\times 8 \\times 3 \\times 7 = {count}$" in cross.explanation
 
     values = EXP2.NUM_VALUES
     assert f"1/{values} = {1 / values:g}" in quiz["lookup-chance"].explanation

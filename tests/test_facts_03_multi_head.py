@@ -8,6 +8,7 @@ Markdown and JSON, where nothing else would catch a wrong one.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import nbformat
@@ -55,9 +56,17 @@ def test_minimind2_attention_counts():
 
 def test_module_03_guide_numbers():
     guide = one_line((ROOT / "modules" / "03_multi_head" / "README.md").read_text())
-    for text in ("(`C = 512`, `H = 8`, `H_kv = 2`, `D = 64`)", "262,144 weights each", "65,536 each",
-                 "655,360 per layer", "1,048,576, so sharing key/value heads saves 393,216 weights per layer",
-                 "1, 8 or 64 heads of a 512-wide layer all have 1,048,576 weights", "MiniMind's 2 KV heads"):
+    config = mm.MiniMindConfig()
+    C, H, H_kv, D = config.hidden_size, config.num_attention_heads, config.num_key_value_heads, config.head_dim
+    gqa, mha = attention_counts(), attention_counts(num_key_value_heads=H)
+    same = {sum(attention_counts(num_attention_heads=h, num_key_value_heads=h).values()) for h in (1, 8, 64)}
+    assert same == {sum(mha.values())}
+    for text in (f"(`C = {C}`, `H = {H}`, `H_kv = {H_kv}`, `D = {D}`)", f"{gqa['q_proj']:,} weights each",
+                 f"{gqa['k_proj']:,} each", f"{sum(gqa.values()):,} per layer",
+                 f"{sum(mha.values()):,}, so sharing key/value heads saves {sum(mha.values()) - sum(gqa.values()):,} "
+                 "weights per layer",
+                 f"1, 8 or 64 heads of a {C}-wide layer all have {sum(mha.values()):,} weights",
+                 f"MiniMind's {H_kv} KV heads"):
         assert text in guide, text
     exp1 = load_experiment("03", "exp1_heads_are_concatenated")
     exp3 = load_experiment("03", "exp3_heads_specialise")
@@ -73,19 +82,25 @@ def test_module_03_notebook_prose_numbers():
     assert (f"MiniMind runs {config.num_attention_heads} heads in every layer, each on its own "
             f"{config.head_dim}-wide slice of the {config.hidden_size} features") in text
     assert "`T = 4` tokens of `C = 8` features, `H = 2` heads of `D = 4`" in text and "T, C, H = 4, 8, 2" in code
-    assert "Head 0 owns features 0 and 1, head 1 owns features 2 and 3" in text
-    assert "labelled = (10 * torch.arange(3)[:, None] + torch.arange(4))" in code  # 3 tokens, 2 heads of 2
+    assert "labelled = (10 * torch.arange(3)[:, None] + torch.arange(4))" in code  # 3 tokens, 4 features
+    tokens, heads, width = map(int, re.search(r"right = labelled\.view\(1, (\d+), (\d+), (\d+)\)", code).groups())
+    assert f"{tokens} tokens of {heads * width} features, split into {heads} heads of {width}" in text
+    owns = [" and ".join(str(f) for f in range(h * width, (h + 1) * width)) for h in range(heads)]
+    assert f"Head 0 owns features {owns[0]}, head 1 owns features {owns[1]}" in text
     assert (f"hidden size `C = {config.hidden_size}`, `H = {config.num_attention_heads}` query heads of "
             f"`D = {config.head_dim}`, and only `H_kv = {config.num_key_value_heads}`") in text
     group = config.num_attention_heads // config.num_key_value_heads
     assert f"across groups of {group} query heads saves `k_proj` and `v_proj` three quarters" in text
     assert 1 - 1 / group == 3 / 4
-    assert "one of `K = 6`" in text and "`6 x 6 = 36` classes" in text and "K, SEQ = 6, 12" in code
     args = defaults(load_experiment("03", "exp3_heads_specialise"))
     assert (args.symbols, args.tokens, args.hidden, args.heads, args.steps) == (6, 12, 64, 2, 300)
-    assert "hidden size 64 and 2 heads of 32, trained for 300 steps" in text
-    assert "steps=300" in code and "hidden_size=64" in code
-    assert "a single head of width 64" in text
+    K = args.symbols
+    assert f"K, SEQ = {K}, {args.tokens}" in code
+    assert f"one of `K = {K}`" in text and f"`{K} x {K} = {K * K}` classes" in text
+    assert (f"hidden size {args.hidden} and {args.heads} heads of {args.hidden // args.heads}, trained for "
+            f"{args.steps} steps") in text
+    assert f"steps={args.steps}" in code and f"hidden_size={args.hidden}" in code
+    assert f"a single head of width {args.hidden}" in text
 
 
 def test_module_03_quiz_explanation_numbers():
@@ -93,13 +108,20 @@ def test_module_03_quiz_explanation_numbers():
 
     quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "03_multi_head.json").questions}
     gqa, mha = attention_counts(), attention_counts(num_key_value_heads=8)
+    config = mm.MiniMindConfig()
+    C, H, H_kv, D = config.hidden_size, config.num_attention_heads, config.num_key_value_heads, config.head_dim
+
+    def tex(n: int) -> str:
+        return f"{n:,}".replace(",", "{,}")
+
     explanation = quiz["minimind-attention-params"].explanation
     assert f"each ({gqa['q_proj']:,})" in explanation and f"each ({gqa['k_proj']:,})" in explanation
-    assert "$512 \\times 512$" in explanation and "$512 \\times 128$" in explanation
-    assert "2 \\cdot 512 \\cdot 64 \\cdot (8 + 2) = 655{,}360" in explanation and sum(gqa.values()) == 655_360
-    assert "4 \\cdot 512^2 = 1{,}048{,}576" in quiz["mha-params"].explanation
+    assert f"${C} \\times {H * D}$" in explanation and f"${C} \\times {H_kv * D}$" in explanation
+    assert f"2 \\cdot {C} \\cdot {D} \\cdot ({H} + {H_kv}) = {tex(sum(gqa.values()))}" in explanation
+    assert f"4 \\cdot {C}^2 = {tex(sum(mha.values()))}" in quiz["mha-params"].explanation
     assert f"saves {sum(mha.values()) - sum(gqa.values()):,} weights" in quiz["mha-params"].explanation
-    assert "4 \\cdot 512^2 = 1{,}048{,}576" in quiz["sixteen-heads"].explanation
+    sixteen = sum(attention_counts(num_attention_heads=16, num_key_value_heads=16).values())
+    assert f"4 \\cdot {C}^2 = {tex(sixteen)}" in quiz["sixteen-heads"].explanation
     per_head = quiz["per-head-query-weights"].explanation
-    assert "rows `64h .. 64h + 63`" in per_head and "$64 \\times 512 = 32{,}768$" in per_head
-    assert 64 * 512 == 32_768 == gqa["q_proj"] // 8
+    assert f"rows `{D}h .. {D}h + {D - 1}`" in per_head
+    assert f"${D} \\times {C} = {tex(gqa['q_proj'] // H)}$" in per_head

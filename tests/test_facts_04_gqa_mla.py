@@ -104,11 +104,13 @@ def test_the_cache_numbers():
 
 def test_guide_numbers():
     guide = flat(GUIDE.read_text())
-    assert ("On DeepSeek-V2's sizes (`n_h = 128` heads of `d_h = 128`, `d_c = 512`, `d_R = 64`) MLA caches 576 "
-            "numbers per token and layer against 32,768 for MHA, 56.9 times fewer: as many as GQA with 2.25 groups, "
-            "so more than GQA-2 (512) and more than MQA (256).") in guide
-    assert ("with DeepSeek's ratios (`d_c = 4 d_h`, `d_R = d_h / 2`) it is `n_h / 2.25`, only 3.6 at MiniMind's 8 "
-            "heads, where MLA at those ratios (288 numbers) would cache more than MiniMind's own GQA-2 (256).") in guide
+    assert (f"On DeepSeek-V2's sizes (`n_h = {V2.num_attention_heads}` heads of `d_h = {V2.qk_nope_head_dim}`, "
+            f"`d_c = {V2.kv_lora_rank}`, `d_R = {V2.qk_rope_head_dim}`) MLA caches {MLA} numbers per token and layer "
+            f"against {MHA:,} for MHA, {MHA / MLA:.1f} times fewer: as many as GQA with {GROUPS:g} groups, so more "
+            f"than GQA-2 ({GQA2}) and more than MQA ({MQA}).") in guide
+    assert (f"with DeepSeek's ratios (`d_c = 4 d_h`, `d_R = d_h / 2`) it is `n_h / {GROUPS:g}`, only "
+            f"{MM_MHA / TWIN_MLA:.1f} at MiniMind's {MINIMIND.num_attention_heads} heads, where MLA at those ratios "
+            f"({TWIN_MLA} numbers) would cache more than MiniMind's own GQA-2 ({MM_GQA}).") in guide
     scripts = sorted(p.name for p in SCRIPT.parent.glob("exp*.py"))
     assert len(scripts) == 5 and "`make exp M=04` runs all five" in guide
     args, _ = script_defaults()
@@ -120,12 +122,13 @@ def test_guide_numbers():
 
 def test_notebook_prose_numbers():
     text = notebook_markdown()
-    assert ("On DeepSeek-V2's sizes MLA caches 576 numbers per token and layer, 56.9 times fewer than MHA's "
-            "32,768: as many as GQA with 2.25 groups.") in text
-    assert "`n_h / 2.25` at DeepSeek's ratios: at MiniMind's 8 heads its twin would cache 288 numbers" in text
-    assert "more than MiniMind's own GQA-2 (256)" in text
+    assert (f"On DeepSeek-V2's sizes MLA caches {MLA} numbers per token and layer, {MHA / MLA:.1f} times fewer "
+            f"than MHA's {MHA:,}: as many as GQA with {GROUPS:g} groups.") in text
+    assert (f"`n_h / {GROUPS:g}` at DeepSeek's ratios: at MiniMind's {MINIMIND.num_attention_heads} heads its twin "
+            f"would cache {TWIN_MLA} numbers") in text
+    assert f"more than MiniMind's own GQA-2 ({MM_GQA})" in text
     assert "whose MLA twin (`MLAConfig()`'s defaults) takes DeepSeek's ratios `d_c = 4 d_h` and `d_R = d_h / 2`" in text
-    assert "On DeepSeek-V2's sizes it caches as much as GQA with 2.25 groups." in text
+    assert f"On DeepSeek-V2's sizes it caches as much as GQA with {GROUPS:g} groups." in text
     with torch.device("meta"):  # shapes only
         params = sum(p.numel() for p in MultiHeadLatentAttention(V2).parameters())
     assert round(params / 1e6) == 149 and "full-size DeepSeek-V2 attention layer (149 million parameters)" in text
@@ -163,6 +166,7 @@ def test_script_docstring_numbers():
     doc = flat(module.__doc__)
     assert f"on DeepSeek-V2's sizes {MLA}, 1/{round(MHA / MLA)} of what multi-head attention caches" in doc
     assert f"as much as GQA with {GROUPS:g} groups" in doc
-    assert "n_h = 128 heads of d_h = 128, d_c = 512, d_R = 64, 60 layers" in doc
-    assert (f"it is n_h / 2.25, {round(MHA / MLA)} times for DeepSeek-V2's 128 heads, only "
+    assert (f"n_h = {V2.num_attention_heads} heads of d_h = {V2.qk_nope_head_dim}, d_c = {V2.kv_lora_rank}, "
+            f"d_R = {V2.qk_rope_head_dim}, {V2.num_hidden_layers} layers") in doc
+    assert (f"it is n_h / {GROUPS:g}, {round(MHA / MLA)} times for DeepSeek-V2's {V2.num_attention_heads} heads, only "
             f"{MM_MHA / TWIN_MLA:.1f} for MiniMind's 8") in doc

@@ -160,9 +160,11 @@ def quiz_explanations() -> dict[str, str]:
 def test_quiz_explanation_numbers():
     explanations = quiz_explanations()
     counts = mm.causal_mask(3, 8).sum(-1).tolist()
-    assert counts == [6, 7, 8] and "$6 + 7 + 8 = 21$" in explanations["causal-entries"]
-    assert "$S - T + 0 = 8 - 3 = 5$" in explanations["cache-query-keys"]
-    assert mm.causal_mask(3, 8)[0].nonzero().flatten().tolist() == [0, 1, 2, 3, 4, 5]
+    assert f"${' + '.join(map(str, counts))} = {sum(counts)}$" in explanations["causal-entries"]
+    first = mm.causal_mask(3, 8)[0].nonzero().flatten().tolist()
+    assert first == list(range(8 - 3 + 1))
+    assert f"$S - T + 0 = 8 - 3 = {first[-1]}$" in explanations["cache-query-keys"]
+    assert f"sees keys 0 to {first[-1]}" in explanations["cache-query-keys"]
     spacing = float16_spacing_at_max()
     largest = torch.finfo(torch.float16).max
     overflow = explanations["float16-overflow-score"]
@@ -171,11 +173,14 @@ def test_quiz_explanation_numbers():
     assert f"$-{largest + spacing / 2:.0f}$" in overflow and f"$s \\le {float16_overflow_score():.0f}$" in overflow
     assert f"float16's largest number is {largest:.0f}" in explanations["fills-float16"]
     counts = sliding_window_mask(6, 6, 3).sum(-1).tolist()
-    assert counts == [1, 2, 3, 3, 3, 3] and "$1 + 2 + 3 + 3 \\cdot 3 = 15$" in explanations["sliding-entries"]
+    assert counts == [1, 2, 3, 3, 3, 3]
+    assert f"$1 + 2 + 3 + 3 \\cdot 3 = {sum(counts)}$" in explanations["sliding-entries"]
     exp3 = load_experiment("05", "exp3_training_without_mask")
     floor = explanations["unmasked-floor"]
-    assert f"$\\ln 16 / 15 \\approx {exp3.cheating_floor():.3f}$" in floor
-    assert f"$\\frac{{11}}{{15}} \\ln 16 \\approx {exp3.honest_floor():.2f}$" in floor
+    targets, random_targets = exp3.LENGTH - 1, exp3.LENGTH - 1 - exp3.WORD
+    assert f"$\\ln {exp3.VOCAB} / {targets} \\approx {exp3.cheating_floor():.3f}$" in floor
+    assert (f"$\\frac{{{random_targets}}}{{{targets}}} \\ln {exp3.VOCAB} \\approx "
+            f"{exp3.honest_floor():.2f}$") in floor
 
 
 def test_quiz_mistral_arxiv_id_matches_the_guide():

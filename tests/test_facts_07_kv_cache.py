@@ -132,6 +132,20 @@ def test_cost_exponents_and_script_defaults_in_guide(cost):
             f"and {exponents[True]:.2f} with it") in GUIDE_FLAT
 
 
+def test_time_script_defaults_and_margins_in_guide(cost):
+    """exp6 times exp2's loops: the guide quotes its defaults, its margins and the FLOP ratio beside them."""
+    timing = load_experiment("07", "exp6_time_per_token")
+    n, hidden = default_of(timing, "tokens"), default_of(timing, "hidden")
+    assert (n, hidden) == (default_of(cost, "tokens"), default_of(cost, "hidden")), "exp6 times the model exp2 counts"
+    config = mm.MiniMindConfig(hidden_size=hidden, num_hidden_layers=4, num_attention_heads=8,
+                               num_key_value_heads=2, vocab_size=256, max_position_embeddings=max(512, 2 * n))
+    ratio = cost.forward_flops(config, n) / cost.forward_flops(config, 1, n - 1)  # the last step, as exp6 prints it
+    assert (f"(each step its fastest of {default_of(timing, 'repeats')} runs): over the last tenth of {n} steps "
+            f"a cached step is at least {timing.MIN_STEP_SPEEDUP:g} times faster than recomputing, where the FLOP "
+            f"ratio is {ratio:.0f}, and the total time's growth exponent is at least {timing.MIN_EXPONENT_GAP:g} "
+            f"lower with the cache") in GUIDE_FLAT
+
+
 def test_experiment_defaults_named_in_guide_and_notebook():
     exp1 = load_experiment("07", "exp1_cached_equals_recompute")
     new, batch = default_of(exp1, "new"), default_of(exp1, "batch")
@@ -200,7 +214,12 @@ def test_quiz_explanation_counts():
     quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "07_kv_cache.json").questions}
     n = 100
     assert f"${n} \\times {n + 1} / 2 = {n * (n + 1) // 2}$ positions, against {n} with a cache" in quiz["forwards-without-cache"].explanation
-    assert "$2 \\times 8 \\times 2 \\times 64 \\times 4" in quiz["minimind2-bytes"].explanation
-    assert "32 / 8 = 4 times fewer" in quiz["gqa-what-is-cached"].explanation
+    layers, kv_heads, head_dim = MINIMIND2.num_hidden_layers, MINIMIND2.num_key_value_heads, MINIMIND2.head_dim
+    assert (f"$2 \\times {layers} \\times {kv_heads} \\times {head_dim} \\times {FLOAT32} = "
+            f"{minimind2_bytes()}$") in quiz["minimind2-bytes"].explanation
+    gqa = quiz["gqa-what-is-cached"]
+    heads, kv = 32, 8  # the question's model
+    assert f"{heads} query heads and {kv} key/value heads" in gqa.question
+    assert f"{heads} / {kv} = {heads // kv} times fewer" in gqa.explanation
     text = quiz["doubling"].explanation
     assert "sum to c (2^k - 1) < 2n" in text and "under 3 b n" in text

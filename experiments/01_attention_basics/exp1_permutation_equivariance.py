@@ -15,23 +15,29 @@ to come from somewhere else: a mask that hides the future, or positions (module 
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, precompute_freqs_cis
 from labkit import EPS32, random_attention, relative_error
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 BROKEN = 1e-2  # "not equivariant": an error of at least 1% of the output, far above any rounding
 
 
 def add_arguments(parser):
-    parser.add_argument("--tokens", type=int, default=6, help="sequence length T (default 6)")
-    parser.add_argument("--hidden", type=int, default=32, help="hidden size C (default 32)")
-    parser.add_argument("--heads", type=int, default=1,
+    # the weights are [H, T, T] per forward pass: 64 heads of 512 x 512 is 64 MiB
+    parser.add_argument("--tokens", type=int_in(2, 512), default=6, help="sequence length T (default 6)")
+    parser.add_argument("--hidden", type=int_in(2, 2048), default=32, help="hidden size C (default 32)")
+    parser.add_argument("--heads", type=int_in(1, 64), default=1,
                         help="attention heads, dividing C; the figure shows head 0 (default 1)")
+
+
+def check_arguments(args):
+    if args.hidden % args.heads or (args.hidden // args.heads) % 2:
+        return (f"--hidden must split into --heads heads of even size (RoPE rotates pairs); "
+                f"got hidden={args.hidden}, heads={args.heads}")
+    return None
 
 
 def random_derangement(n: int) -> torch.Tensor:
@@ -65,14 +71,8 @@ SETTINGS = {  # name -> what a learner reads
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.tokens < 2 or args.hidden < 2 or args.heads < 1 or args.hidden % args.heads \
-            or (args.hidden // args.heads) % 2:
-        print(f"--tokens must be at least 2, and --hidden must split into --heads heads of even size "
-              f"(RoPE rotates pairs); got tokens={args.tokens}, hidden={args.hidden}, heads={args.heads}.",
-              file=sys.stderr)
-        return 2
 
     config = MiniMindConfig(hidden_size=args.hidden, num_attention_heads=args.heads,
                             num_key_value_heads=args.heads, num_hidden_layers=1, vocab_size=16)

@@ -18,26 +18,39 @@ tied scores keep it up); the median, the typical query, shows it.
 from __future__ import annotations
 
 import math
-import sys
 
 import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 
 SIGMAS = 5  # a sample mean further than 5 standard errors from its expectation: odds ~1 in 3.5 million
 MIN_MAX_DK = 256  # the saturation claims need a large head: unscaled logits with std >= 16
 CHUNK_ELEMENTS = 1 << 21  # keys drawn per chunk (queries x keys x d_k), to bound memory at 8 MiB
+MAX_DK = 16384  # 16 times the default largest head: the time grows with the sum of the head sizes
+MAX_WORK = 2 ** 31  # queries x keys x max d_k; the defaults' is 2**26
 
 
 def add_arguments(parser):
-    parser.add_argument("--min-dk", type=int, default=4, help="smallest head size d_k, a power of two (default 4)")
-    parser.add_argument("--max-dk", type=int, default=1024,
+    parser.add_argument("--min-dk", type=int_in(1, MAX_DK), default=4,
+                        help="smallest head size d_k, a power of two (default 4)")
+    parser.add_argument("--max-dk", type=int_in(MIN_MAX_DK, MAX_DK), default=1024,
                         help=f"largest head size d_k, a power of two >= {MIN_MAX_DK} (default 1024)")
-    parser.add_argument("--keys", type=int, default=32, help="keys per query, S (default 32)")
-    parser.add_argument("--queries", type=int, default=2048,
+    parser.add_argument("--keys", type=int_in(2, 1024), default=32, help="keys per query, S (default 32)")
+    parser.add_argument("--queries", type=int_in(100, 65536), default=2048,
                         help="independent queries (rows of attention weights) per head size (default 2048)")
+
+
+def check_arguments(args):
+    if any(n & (n - 1) for n in (args.min_dk, args.max_dk)) or args.min_dk > args.max_dk:
+        return (f"--min-dk and --max-dk must be powers of two with --min-dk <= --max-dk, "
+                f"got {args.min_dk} and {args.max_dk}")
+    work = args.queries * args.keys * args.max_dk
+    if work > MAX_WORK:
+        return (f"--queries x --keys x --max-dk must be at most {MAX_WORK} (2**31, 32 times the defaults' "
+                f"work: about a minute), got {args.queries} x {args.keys} x {args.max_dk} = {work}")
+    return None
 
 
 def head_sizes(min_dk: int, max_dk: int) -> list[int]:
@@ -142,17 +155,8 @@ def plot(sizes, results, keys):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    powers_of_two = all(n >= 1 and n & (n - 1) == 0 for n in (args.min_dk, args.max_dk))
-    if not powers_of_two or args.min_dk > args.max_dk or args.max_dk < MIN_MAX_DK:
-        print(f"--min-dk and --max-dk must be powers of two with min <= max and max >= {MIN_MAX_DK}, "
-              f"got {args.min_dk} and {args.max_dk}.", file=sys.stderr)
-        return 2
-    if args.keys < 2 or args.queries < 100:
-        print(f"--keys must be at least 2 and --queries at least 100, got {args.keys} and {args.queries}.",
-              file=sys.stderr)
-        return 2
 
     sizes = head_sizes(args.min_dk, args.max_dk)
     keys, queries = args.keys, args.queries

@@ -22,13 +22,12 @@ attention calls, shifts by the maximum, and so does FlashAttention with its runn
 from __future__ import annotations
 
 import math
-import sys
 
 import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
           "float64": torch.float64}
@@ -38,10 +37,12 @@ ROW_LENGTH = 3
 
 
 def add_arguments(parser):
-    parser.add_argument("--points", type=int, default=400,
+    parser.add_argument("--points", type=int_in(10, 100_000), default=400,
                         help="logits per dtype on the scan drawn in the figure (default 400)")
-    parser.add_argument("--low", type=float, default=-1000.0,
-                        help="the logits of the underflow example sit at LOW, LOW - 1, LOW - 2 (default -1000)")
+    # float16 must still hold LOW - 2: LOW above -finfo(float16).max / 2 = -32752
+    parser.add_argument("--low", type=float_in(-32752.0, -1.0, low_open=True, high_open=True), default=-1000.0,
+                        help="the logits of the underflow example sit at LOW, LOW - 1, LOW - 2, "
+                             "between -32752 and -1 (default -1000)")
 
 
 # ------------------------------------------------------------------------------ the two forms
@@ -159,11 +160,6 @@ def plot(scans):
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
-    lowest = -torch.finfo(torch.float16).max / 2  # float16 must still hold LOW - 2
-    if args.points < 10 or not lowest < args.low < -1:
-        print(f"--points must be at least 10 and --low between {lowest:g} and -1, got {args.points} "
-              f"and {args.low}.", file=sys.stderr)
-        return 2
 
     overflow_rows, silent_rows, underflow_rows, scans = [], [], [], {}
     loud_ok, silent_ok, stable_worst, underflow_nan = {}, {}, {}, {}

@@ -22,13 +22,12 @@ what tied projections then cannot learn.
 from __future__ import annotations
 
 import math
-import sys
 
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
 from labkit import EPS32
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 TIED_SELF_FRACTION = 0.9  # tied: the diagonal must win at least 90% of the rows (it wins ~100%)
@@ -37,11 +36,26 @@ ASYMMETRIC = 0.1  # separate: |S - S^T| must reach 10% of the largest score
 
 
 def add_arguments(parser):
-    parser.add_argument("--tokens", type=int, default=16, help="sequence length T (default 16)")
-    parser.add_argument("--batch", type=int, default=16, help="random sequences measured (default 16)")
-    parser.add_argument("--hidden", type=int, default=512, help="hidden size C, MiniMind2's 512 (default)")
-    parser.add_argument("--heads", type=int, default=8,
+    parser.add_argument("--tokens", type=int_in(4, 512), default=16, help="sequence length T (default 16)")
+    parser.add_argument("--batch", type=int_in(1, 256), default=16, help="random sequences measured (default 16)")
+    parser.add_argument("--hidden", type=int_in(2, 2048), default=512, help="hidden size C, MiniMind2's 512 (default)")
+    parser.add_argument("--heads", type=int_in(1, 64), default=8,
                         help="attention heads, dividing C; also the KV heads, so that W_k can equal W_q (default 8)")
+
+
+MAX_SCORES = 2 ** 25  # B x H x T x T scores: 128 MiB a tensor, and the layer's weights, the scores and
+# the bound are held together for two layers
+
+
+def check_arguments(args):
+    if args.hidden % args.heads or (args.hidden // args.heads) % 2:
+        return (f"--hidden must split into --heads heads of even size (RoPE rotates pairs); "
+                f"got hidden={args.hidden}, heads={args.heads}")
+    scores = args.batch * args.heads * args.tokens ** 2
+    if scores > MAX_SCORES:
+        return (f"--batch x --heads x --tokens^2 (the scores of one layer) must be at most {MAX_SCORES}, "
+                f"got {args.batch} x {args.heads} x {args.tokens}^2 = {scores}")
+    return None
 
 
 def build_layers(config: MiniMindConfig) -> dict:
@@ -106,17 +120,11 @@ def label(projections: str, positions: str) -> str:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     # Tiny tensors: one thread is faster than two, since handing each small operation between
     # threads costs more than its arithmetic (and far more on a busy machine).
     torch.set_num_threads(1)
-    if args.tokens < 4 or args.batch < 1 or args.heads < 1 or args.hidden % args.heads \
-            or (args.hidden // args.heads) % 2:
-        print(f"--tokens must be at least 4, --batch at least 1, and --hidden must split into --heads heads "
-              f"of even size (RoPE rotates pairs); got tokens={args.tokens}, batch={args.batch}, "
-              f"hidden={args.hidden}, heads={args.heads}.", file=sys.stderr)
-        return 2
 
     config = MiniMindConfig(hidden_size=args.hidden, num_attention_heads=args.heads,
                             num_key_value_heads=args.heads, num_hidden_layers=1, vocab_size=16)

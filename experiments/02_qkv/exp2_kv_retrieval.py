@@ -19,14 +19,12 @@ the value half.
 
 from __future__ import annotations
 
-import sys
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 from labkit.training import train
 
@@ -39,12 +37,28 @@ ROLE_RATIO = 3.0  # trained: W_k reads the key half, W_v the value half, by at l
 
 
 def add_arguments(parser):
-    parser.add_argument("--pairs", type=int, default=8, help=f"(key, value) pairs per example, S <= {NUM_KEYS} (default 8)")
-    parser.add_argument("--questions", type=int, default=4, help="questions per example, T <= S (default 4)")
-    parser.add_argument("--width", type=int, default=16, help="width D of queries, keys and values (default 16)")
-    parser.add_argument("--steps", type=int, default=200, help="training steps (default 200)")
-    parser.add_argument("--batch", type=int, default=64, help="examples per training step (default 64)")
-    parser.add_argument("--lr", type=float, default=1e-2, help="peak learning rate (default 1e-2)")
+    parser.add_argument("--pairs", type=int_in(2, NUM_KEYS), default=8,
+                        help=f"(key, value) pairs per example, S <= {NUM_KEYS} (default 8)")
+    parser.add_argument("--questions", type=int_in(1, NUM_KEYS), default=4,
+                        help="questions per example, T <= S (default 4)")
+    parser.add_argument("--width", type=int_in(1, 1024), default=16,
+                        help="width D of queries, keys and values (default 16)")
+    parser.add_argument("--steps", type=int_in(1, 5000), default=200, help="training steps (default 200)")
+    parser.add_argument("--batch", type=int_in(1, 1024), default=64, help="examples per training step (default 64)")
+    parser.add_argument("--lr", type=float_in(0.0, 10.0, low_open=True), default=1e-2,
+                        help="peak learning rate (default 1e-2)")
+
+
+MAX_EXAMPLES = 2 ** 19  # --steps x --batch: every training batch is drawn up front and kept
+
+
+def check_arguments(args):
+    if args.questions > args.pairs:
+        return f"--questions must be at most --pairs, got {args.questions} and {args.pairs}"
+    if args.steps * args.batch > MAX_EXAMPLES:
+        return (f"--steps x --batch (training examples, all drawn up front) must be at most {MAX_EXAMPLES}, "
+                f"got {args.steps} x {args.batch} = {args.steps * args.batch}")
+    return None
 
 
 def make_examples(count: int, pairs: int, questions: int, generator: torch.Generator):
@@ -132,17 +146,11 @@ def seen_in_training(stream, inputs) -> int:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     # Tiny tensors: one thread is faster than two, since handing each small operation between
     # threads costs more than its arithmetic (and far more on a busy machine).
     torch.set_num_threads(1)
-    if not (2 <= args.pairs <= NUM_KEYS and 1 <= args.questions <= args.pairs) or args.width < 1 \
-            or args.steps < 1 or args.batch < 1 or not args.lr > 0:
-        print(f"need 2 <= --pairs <= {NUM_KEYS}, 1 <= --questions <= --pairs, and positive --width, --steps, "
-              f"--batch, --lr; got pairs={args.pairs}, questions={args.questions}, width={args.width}, "
-              f"steps={args.steps}, batch={args.batch}, lr={args.lr}.", file=sys.stderr)
-        return 2
     S, T = args.pairs, args.questions
 
     model = KeyValueLookup(args.width)

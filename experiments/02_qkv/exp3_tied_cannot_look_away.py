@@ -22,14 +22,13 @@ than itself.
 from __future__ import annotations
 
 import math
-import sys
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 from labkit.training import train
 
@@ -41,12 +40,25 @@ TIED_ACCURACY = 0.65  # tied: at most 65% right (the split-evenly ceiling is 53.
 
 
 def add_arguments(parser):
-    parser.add_argument("--couples", type=int, default=4,
+    parser.add_argument("--couples", type=int_in(2, NUM_SYMBOLS // 2), default=4,
                         help=f"couples per sequence, T = 2 x couples tokens, at most {NUM_SYMBOLS // 2} (default 4)")
-    parser.add_argument("--width", type=int, default=32, help="width D of queries, keys and values (default 32)")
-    parser.add_argument("--steps", type=int, default=300, help="training steps for each layer (default 300)")
-    parser.add_argument("--batch", type=int, default=64, help="sequences per training step (default 64)")
-    parser.add_argument("--lr", type=float, default=1e-2, help="peak learning rate (default 1e-2)")
+    parser.add_argument("--width", type=int_in(1, 1024), default=32,
+                        help="width D of queries, keys and values (default 32)")
+    parser.add_argument("--steps", type=int_in(1, 5000), default=300,
+                        help="training steps for each layer (default 300)")
+    parser.add_argument("--batch", type=int_in(1, 1024), default=64, help="sequences per training step (default 64)")
+    parser.add_argument("--lr", type=float_in(0.0, 10.0, low_open=True), default=1e-2,
+                        help="peak learning rate (default 1e-2)")
+
+
+MAX_EXAMPLES = 2 ** 19  # --steps x --batch: every training batch is drawn up front and kept
+
+
+def check_arguments(args):
+    if args.steps * args.batch > MAX_EXAMPLES:
+        return (f"--steps x --batch (training examples, all drawn up front) must be at most {MAX_EXAMPLES}, "
+                f"got {args.steps} x {args.batch} = {args.steps * args.batch}")
+    return None
 
 
 def make_sequences(count: int, couples: int, generator: torch.Generator):
@@ -115,17 +127,11 @@ def evaluate(model: PartnerLookup, inputs, answers) -> dict:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     # Tiny tensors: one thread is faster than two, since handing each small operation between
     # threads costs more than its arithmetic (and far more on a busy machine).
     torch.set_num_threads(1)
-    if not 2 <= args.couples <= NUM_SYMBOLS // 2 or args.width < 1 or args.steps < 1 or args.batch < 1 \
-            or not args.lr > 0:
-        print(f"need 2 <= --couples <= {NUM_SYMBOLS // 2} and positive --width, --steps, --batch, --lr; got "
-              f"couples={args.couples}, width={args.width}, steps={args.steps}, batch={args.batch}, lr={args.lr}.",
-              file=sys.stderr)
-        return 2
 
     generator = torch.Generator().manual_seed(args.seed)
     stream = [make_sequences(args.batch, args.couples, generator) for _ in range(args.steps)]

@@ -20,14 +20,12 @@ head off by zeroing its slice before o_proj.
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
 from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
                           scaled_dot_product_attention)
 from labkit import EPS32, random_attention, relative_error
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 HEAD_COUNTS = (1, 2, 4, 8)
@@ -35,12 +33,27 @@ BROKEN = 1e-2  # the control must miss by at least 1% of the output, far above a
 
 
 def add_arguments(parser):
-    parser.add_argument("--hidden", type=int, default=64,
+    parser.add_argument("--hidden", type=int_in(2, 2048), default=64,
                         help="hidden size C; the heads split it as C = H * D (default 64)")
-    parser.add_argument("--tokens", type=int, default=6, help="sequence length T (default 6)")
-    parser.add_argument("--batch", type=int, default=2, help="sequences in the batch (default 2)")
-    parser.add_argument("--figure-heads", type=int, default=4,
+    parser.add_argument("--tokens", type=int_in(2, 1024), default=6, help="sequence length T (default 6)")
+    parser.add_argument("--batch", type=int_in(1, 64), default=2, help="sequences in the batch (default 2)")
+    parser.add_argument("--figure-heads", type=int, choices=HEAD_COUNTS, default=4,
                         help="head count whose attention maps the figure shows (default 4)")
+
+
+MAX_WEIGHTS = 2 ** 25  # B x H x T x T attention weights at the most heads: 128 MiB a tensor
+
+
+def check_arguments(args):
+    counts = [h for h in HEAD_COUNTS if args.hidden % h == 0 and (args.hidden // h) % 2 == 0]
+    if args.figure_heads not in counts:
+        return (f"--figure-heads must be one of {counts} (head counts that split --hidden {args.hidden} into "
+                f"heads of even width, for RoPE), got {args.figure_heads}")
+    weights = args.batch * max(HEAD_COUNTS) * args.tokens ** 2
+    if weights > MAX_WEIGHTS:
+        return (f"--batch x --tokens^2 must be at most {MAX_WEIGHTS // max(HEAD_COUNTS)} (attention weights of "
+                f"{max(HEAD_COUNTS)} heads), got {args.batch} x {args.tokens}^2 = {args.batch * args.tokens ** 2}")
+    return None
 
 
 def build_mha(hidden: int, heads: int, tokens: int) -> Attention:
@@ -82,14 +95,9 @@ def heads_in_a_loop(layer: Attention, x, cos, sin, key_shift: int = 0):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     counts = [h for h in HEAD_COUNTS if args.hidden % h == 0 and (args.hidden // h) % 2 == 0]
-    if args.tokens < 2 or args.batch < 1 or args.figure_heads not in counts:
-        print(f"--tokens must be at least 2, --batch at least 1, and --figure-heads one of {counts} (head "
-              f"counts that split --hidden {args.hidden} into heads of even width, for RoPE); got "
-              f"tokens={args.tokens}, batch={args.batch}, figure-heads={args.figure_heads}.", file=sys.stderr)
-        return 2
 
     x = torch.randn(args.batch, args.tokens, args.hidden)  # [B, T, C]
     # float32 sums of at most max(C, T) products: allow that many roundings, relative to the output

@@ -22,23 +22,40 @@ also tells you where memory goes: MiniMind's Attention copies once, on the way o
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
 from labkit import random_attention, relative_error
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 BROKEN = 1e-2  # "wrong": an output error of at least 1% of the output's size, far above rounding
 
 
 def add_arguments(parser):
-    parser.add_argument("--batch", type=int, default=2, help="batch size B (default 2)")
-    parser.add_argument("--tokens", type=int, default=6, help="sequence length T (default 6)")
-    parser.add_argument("--heads", type=int, default=4, help="heads H (default 4)")
-    parser.add_argument("--head-dim", type=int, default=8, help="width D of each head, even (default 8)")
+    parser.add_argument("--batch", type=int_in(1, 64), default=2, help="batch size B (default 2)")
+    parser.add_argument("--tokens", type=int_in(2, 256), default=6, help="sequence length T (default 6)")
+    parser.add_argument("--heads", type=int_in(2, 32), default=4, help="heads H; the figure draws each (default 4)")
+    parser.add_argument("--head-dim", type=int_in(2, 256), default=8, help="width D of each head, even (default 8)")
+
+
+MAX_HIDDEN = 4096  # H x D, the layer's width: its four C x C projections take 256 MiB
+MAX_DRAWN = 8192  # T x H x D numbers, each written into the figure twice: about half a minute
+MAX_SCORES = 2 ** 24  # B x H x T x T attention scores: 64 MiB
+
+
+def check_arguments(args):
+    B, T, H, D = args.batch, args.tokens, args.heads, args.head_dim
+    if D % 2:
+        return f"--head-dim must be even (RoPE rotates pairs), got {D}"
+    if H * D > MAX_HIDDEN:
+        return f"--heads x --head-dim must be at most {MAX_HIDDEN}, got {H} x {D} = {H * D}"
+    if T * H * D > MAX_DRAWN:
+        return (f"--tokens x --heads x --head-dim (the numbers the figure writes) must be at most {MAX_DRAWN}, "
+                f"got {T} x {H} x {D} = {T * H * D}")
+    if B * H * T * T > MAX_SCORES:
+        return f"--batch x --heads x --tokens^2 must be at most {MAX_SCORES}, got {B} x {H} x {T}^2 = {B * H * T * T}"
+    return None
 
 
 # ------------------------------------------------------------------------------ the two splits
@@ -101,14 +118,8 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if min(args.batch, args.heads) < 1 or args.tokens < 2 or args.heads < 2 or args.head_dim < 2 \
-            or args.head_dim % 2:
-        print(f"--batch must be at least 1, --tokens and --heads at least 2, --head-dim even and at least 2; "
-              f"got batch={args.batch}, tokens={args.tokens}, heads={args.heads}, head-dim={args.head_dim}.",
-              file=sys.stderr)
-        return 2
     B, T, H, D = args.batch, args.tokens, args.heads, args.head_dim
     token, feature = labels(B, T, H * D)
 

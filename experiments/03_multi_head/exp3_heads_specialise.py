@@ -25,14 +25,12 @@ readable and ablation a precise tool (module 09 reads the heads of a trained Min
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 from labkit.tiny_heads import ablated
 from labkit.training import IGNORE_INDEX, train
@@ -45,16 +43,40 @@ CHANCE_FACTOR = 2  # the ablated head's half must fall below twice chance (chanc
 
 
 def add_arguments(parser):
-    parser.add_argument("--symbols", type=int, default=6, help="K: topics and symbols (default 6)")
-    parser.add_argument("--tokens", type=int, default=12, help="sequence length T (default 12)")
-    parser.add_argument("--heads", type=int, default=2,
+    parser.add_argument("--symbols", type=int_in(2, 32), default=6,
+                        help="K: topics and symbols; the model names K x K classes (default 6)")
+    parser.add_argument("--tokens", type=int_in(4, 128), default=12, help="sequence length T (default 12)")
+    parser.add_argument("--heads", type=int_in(2, 16), default=2,
                         help="heads of the model (default 2); the ablation claims are checked for 2 heads, "
                              "one per relation")
-    parser.add_argument("--hidden", type=int, default=64, help="hidden size C (default 64)")
-    parser.add_argument("--rope-theta", type=float, default=1e6, help="RoPE base (default 1e6, MiniMind's)")
-    parser.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
-    parser.add_argument("--batch", type=int, default=64, help="sequences per training step (default 64)")
-    parser.add_argument("--eval", type=int, default=1000, help="held-out sequences measured (default 1000)")
+    parser.add_argument("--hidden", type=int_in(4, 256), default=64, help="hidden size C (default 64)")
+    parser.add_argument("--rope-theta", type=float_in(1.0, 1e12, low_open=True), default=1e6,
+                        help="RoPE base, above 1 (default 1e6, MiniMind's)")
+    parser.add_argument("--steps", type=int_in(1, 3000), default=300, help="training steps (default 300)")
+    parser.add_argument("--batch", type=int_in(1, 1024), default=64, help="sequences per training step (default 64)")
+    parser.add_argument("--eval", type=int_in(1, 10_000), default=1000,
+                        help="held-out sequences measured (default 1000)")
+
+
+MAX_TRAINED = 2 ** 34  # --steps x --batch x --tokens x max(--hidden, 64)^2, for each of the two models: 18
+# times the defaults' arithmetic (a small model costs what one of width 64 does: the overhead of each step)
+MAX_EVAL = 2 ** 26  # the held-out pass keeps [N, H, T, T] weights and [N, T, K*K] logits: 256 MiB each
+
+
+def check_arguments(args):
+    if args.hidden % args.heads or (args.hidden // args.heads) % 2:
+        return (f"--heads must divide --hidden into heads of even width (RoPE), got heads={args.heads}, "
+                f"hidden={args.hidden}")
+    width = max(args.hidden, 64)
+    trained = args.steps * args.batch * args.tokens * width ** 2
+    if trained > MAX_TRAINED:
+        return (f"--steps x --batch x --tokens x max(--hidden, 64)^2 must be at most {MAX_TRAINED}, got "
+                f"{args.steps} x {args.batch} x {args.tokens} x {width}^2 = {trained}")
+    measured = args.eval * args.tokens * max(args.heads * args.tokens, args.symbols ** 2)
+    if measured > MAX_EVAL:
+        return (f"--eval x --tokens x max(--heads x --tokens, --symbols^2) must be at most {MAX_EVAL}, got "
+                f"{args.eval} x {args.tokens} x {max(args.heads * args.tokens, args.symbols ** 2)} = {measured}")
+    return None
 
 
 # ------------------------------------------------------------------------------ the task
@@ -172,15 +194,8 @@ def plot(multi: dict, single: dict, symbols: int):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.symbols < 2 or args.tokens < 4 or args.heads < 2 or args.hidden % args.heads \
-            or (args.hidden // args.heads) % 2 or args.steps < 1 \
-            or args.batch < 1 or args.eval < 1:
-        print(f"--symbols must be at least 2, --tokens at least 4, --heads at least 2 and dividing --hidden "
-              f"into heads of even width (RoPE), --steps, --batch and --eval positive; got symbols="
-              f"{args.symbols}, tokens={args.tokens}, heads={args.heads}, hidden={args.hidden}.", file=sys.stderr)
-        return 2
     torch.set_num_threads(1)  # tiny matrices: one thread is fastest on a shared machine
     K = args.symbols
     print(f"Task: topic token + {args.tokens - 1} symbols; answer at t >= 2 = (topic, symbol t-1), {K} x {K} = "

@@ -34,18 +34,35 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 
 MIB = 2 ** 20
 
 
 def add_arguments(parser):
-    parser.add_argument("--heads", type=int, default=8, help="query heads H (default 8, as MiniMind)")
-    parser.add_argument("--kv-heads", type=int, default=2, help="key/value heads H_kv, dividing H (default 2, as MiniMind)")
-    parser.add_argument("--head-dim", type=int, default=64, help="head size D (default 64, as MiniMind)")
-    parser.add_argument("--tokens", type=int, default=1024, help="cached positions S for the storage tables (default 1024)")
-    parser.add_argument("--max-tokens", type=int, default=8192,
+    parser.add_argument("--heads", type=int_in(2, 128), default=8, help="query heads H (default 8, as MiniMind)")
+    parser.add_argument("--kv-heads", type=int_in(1, 64), default=2,
+                        help="key/value heads H_kv, dividing H (default 2, as MiniMind)")
+    parser.add_argument("--head-dim", type=int_in(1, 512), default=64, help="head size D (default 64, as MiniMind)")
+    parser.add_argument("--tokens", type=int_in(1, 65536), default=1024,
+                        help="cached positions S for the storage tables (default 1024)")
+    parser.add_argument("--max-tokens", type=int_in(1024, 65536), default=8192,
                         help="longest cache in the sweep, which doubles from 128; at least 1024 (default 8192)")
+
+
+MAX_REPEATED = 2 ** 26  # H x S x D numbers in the repeated keys (and again the values): 256 MiB each
+
+
+def check_arguments(args):
+    if args.heads % args.kv_heads or args.kv_heads == args.heads:
+        return (f"--heads must be a multiple of --kv-heads and larger than it (GQA), got heads={args.heads}, "
+                f"kv-heads={args.kv_heads}")
+    repeated = args.heads * max(args.tokens, args.max_tokens) * args.head_dim
+    if repeated > MAX_REPEATED:
+        return (f"--heads x max(--tokens, --max-tokens) x --head-dim (the repeated keys) must be at most "
+                f"{MAX_REPEATED}, got {args.heads} x {max(args.tokens, args.max_tokens)} x {args.head_dim} "
+                f"= {repeated}")
+    return None
 
 
 # ------------------------------------------------------------------------------ measuring bytes
@@ -133,14 +150,8 @@ def plot(lengths, sweep, kv_bytes):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if min(args.heads, args.kv_heads, args.head_dim, args.tokens) < 1 or args.heads % args.kv_heads \
-            or args.kv_heads == args.heads or args.max_tokens < 1024:
-        print(f"--heads must be a multiple of --kv-heads and larger than it (GQA), sizes positive and "
-              f"--max-tokens at least 1024; got heads={args.heads}, kv_heads={args.kv_heads}, "
-              f"head_dim={args.head_dim}, tokens={args.tokens}, max_tokens={args.max_tokens}.", file=sys.stderr)
-        return 2
     n_rep = args.heads // args.kv_heads
     shape = (1, args.kv_heads, args.tokens, args.head_dim)
     k = torch.randn(shape)  # [B, H_kv, S, D]: the cached keys of one layer

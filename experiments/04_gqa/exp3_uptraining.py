@@ -24,14 +24,12 @@ is not free; how much it costs depends on how different the heads of a group wer
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, fraction, int_in, print_table
 from labkit.training import IGNORE_INDEX, train
 
 HEADS = 8
@@ -39,15 +37,31 @@ GROUPS = (8, 4, 2, 1)
 
 
 def add_arguments(parser):
-    parser.add_argument("--steps", type=int, default=300, help="training steps of the multi-head model (default 300)")
-    parser.add_argument("--lr", type=float, default=5e-3, help="learning rate, training and uptraining (default 5e-3)")
-    parser.add_argument("--uptrain-fraction", type=float, default=0.1,
+    parser.add_argument("--steps", type=int_in(20, 3000), default=300,
+                        help="training steps of the multi-head model (default 300)")
+    parser.add_argument("--lr", type=float_in(0.0, 10.0, low_open=True), default=5e-3,
+                        help="learning rate, training and uptraining (default 5e-3)")
+    parser.add_argument("--uptrain-fraction", type=fraction(), default=0.1,
                         help="uptraining steps as a fraction of --steps (default 0.1; the paper's main runs used 0.05)")
-    parser.add_argument("--hidden", type=int, default=64, help="hidden size, 8 heads of hidden/8 (default 64)")
-    parser.add_argument("--layers", type=int, default=1, help="layers (default 1)")
-    parser.add_argument("--vocab", type=int, default=32, help="vocabulary size (default 32)")
+    parser.add_argument("--hidden", type=int_in(2 * HEADS, 256), default=64,
+                        help=f"hidden size, a multiple of {2 * HEADS}: 8 heads of hidden/8 (default 64)")
+    parser.add_argument("--layers", type=int_in(1, 4), default=1, help="layers (default 1)")
+    parser.add_argument("--vocab", type=int_in(4, 4096), default=32, help="vocabulary size (default 32)")
     parser.add_argument("--compare-first", action="store_true",
                         help="also convert by keeping the first head of each group (no uptraining)")
+
+
+MAX_COST = 2 ** 25  # --steps x --layers x --hidden^2, the training's arithmetic: 27 times the defaults'
+
+
+def check_arguments(args):
+    if args.hidden % (2 * HEADS):
+        return f"--hidden must be a multiple of {2 * HEADS} ({HEADS} heads of even size), got {args.hidden}"
+    cost = args.steps * args.layers * args.hidden ** 2
+    if cost > MAX_COST:
+        return (f"--steps x --layers x --hidden^2 must be at most {MAX_COST}, got {args.steps} x {args.layers} x "
+                f"{args.hidden}^2 = {cost}")
+    return None
 
 
 # ------------------------------------------------------------------------------ the task
@@ -140,13 +154,8 @@ def plot(results, groups):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.steps < 20 or not 0 < args.uptrain_fraction <= 1 or args.hidden % (2 * HEADS) or args.layers < 1 \
-            or args.vocab < 4 or args.lr <= 0:
-        print(f"--steps must be at least 20, --uptrain-fraction in (0, 1], --hidden a multiple of {2 * HEADS} "
-              f"(8 heads of even size), --layers at least 1, --vocab at least 4 and --lr positive.", file=sys.stderr)
-        return 2
     torch.set_num_threads(1)  # tiny matrices: one thread is as fast, and steadier on a shared machine
     config = mm.MiniMindConfig(hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=HEADS,
                                num_key_value_heads=HEADS, vocab_size=args.vocab, max_position_embeddings=64)

@@ -22,15 +22,15 @@ differ on your machine. The cache sizes are exact.
 
 from __future__ import annotations
 
+import os
 import statistics
-import sys
-import time
 
 import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, print_table
+from labkit import time_call
+from labkit.experiment import Experiment, int_in, int_list, print_table
 
 MIB = 2 ** 20
 VARIANTS = {"MHA": 8, "GQA": 2, "MQA": 1}  # name -> key/value heads
@@ -38,10 +38,12 @@ PATHS = ("fused", "explicit")
 
 
 def add_arguments(parser):
-    parser.add_argument("--lengths", default="256,1024,4096",
+    # at S = 16384 the three variants' caches hold 768 MiB (MHA 512, GQA 128, MQA 64); S + 2 reps + 2
+    # stays below MiniMind's max_position_embeddings, 32768
+    parser.add_argument("--lengths", type=int_list(1, 16384), default="256,1024,4096",
                         help="cached positions S to time, comma-separated (default 256,1024,4096)")
-    parser.add_argument("--reps", type=int, default=7, help="timed steps per variant and length (default 7)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--reps", type=int_in(1, 100), default=7, help="timed steps per variant and length (default 7)")
+    parser.add_argument("--threads", type=int_in(1, os.cpu_count() or 1), default=1,
                         help="CPU threads for torch (default 1: a step at batch 1 is memory-bound, and one thread "
                              "times more steadily on a shared machine)")
 
@@ -81,9 +83,7 @@ def time_steps(models, caches, reps):
         for name, path in pairs[round_ % len(pairs):] + pairs[:round_ % len(pairs)]:
             model = models[name]
             use_fused_attention(model, path == "fused")
-            start = time.perf_counter()
-            model(token, past_key_values=caches[name])
-            seconds[(name, path)].append(time.perf_counter() - start)
+            seconds[(name, path)].append(time_call(lambda: model(token, past_key_values=caches[name])))
     for model in models.values():
         use_fused_attention(model, True)
     return {pair: statistics.median(times) for pair, times in seconds.items()}
@@ -114,21 +114,11 @@ def plot(lengths, medians, cache_mib, weights_mib):
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
-    try:
-        lengths = sorted({int(s) for s in args.lengths.split(",")})
-    except ValueError:
-        lengths = []
-    if not lengths or lengths[0] < 1 or args.reps < 1 or args.threads < 1:
-        print(f"--lengths must be positive integers separated by commas, --reps and --threads at least 1, got "
-              f"{args.lengths!r}, {args.reps} and {args.threads}.", file=sys.stderr)
-        return 2
+    lengths = sorted(set(args.lengths))
     torch.set_num_threads(args.threads)
     models = {name: mm.MiniMindForCausalLM(mm.MiniMindConfig(num_key_value_heads=kv)).eval()
               for name, kv in VARIANTS.items()}
     config = models["GQA"].config
-    if lengths[-1] + 2 * args.reps + 2 > config.max_position_embeddings:
-        print(f"--lengths must stay below max_position_embeddings ({config.max_position_embeddings}).", file=sys.stderr)
-        return 2
     weights_mib = {name: weight_bytes(m) / MIB for name, m in models.items()}
     print(f"MiniMind default: {config.num_hidden_layers} layers, {config.num_attention_heads} query heads of size "
           f"{config.head_dim}; weights {weights_mib['MHA']:.0f} MiB (MHA), {weights_mib['GQA']:.0f} MiB (GQA), "

@@ -30,26 +30,31 @@ where its own GQA-2 caches less.
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
 from minimind_ref.variants.mla import (DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention, absorb_query,
                               rotate_from)
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, int_list, print_table
 
 F32 = torch.float32
 
 
 def add_arguments(parser):
-    parser.add_argument("--tokens", type=int, default=16,
+    parser.add_argument("--tokens", type=int_in(1, 256), default=16,
                         help="prompt length for the naive-vs-absorbed comparison (default 16)")
-    parser.add_argument("--steps", type=int, default=4,
+    parser.add_argument("--steps", type=int_in(0, 64), default=4,
                         help="tokens decoded one at a time with the latent cache after the prompt (default 4)")
-    parser.add_argument("--groups", default="8,2",
+    parser.add_argument("--groups", type=int_list(2, DEEPSEEK_V2.num_attention_heads), default="8,2",
                         help="GQA group counts shown for DeepSeek-V2's 128 heads, comma-separated (default 8,2)")
+
+
+def check_arguments(args):
+    heads = DEEPSEEK_V2.num_attention_heads
+    if any(heads % g for g in args.groups):
+        return f"--groups must divide DeepSeek-V2's {heads} heads, got {','.join(map(str, args.groups))}"
+    return None
 
 
 # ----------------------------------------------------------------------------- cache sizes
@@ -154,19 +159,10 @@ def plot(tables, rope):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     v2 = DEEPSEEK_V2
-    try:
-        groups = [int(g) for g in args.groups.split(",")]
-    except ValueError:
-        groups = []
-    if not 1 <= args.tokens <= 256 or not 0 <= args.steps <= 64 or not groups or any(
-            g < 2 or v2.num_attention_heads % g for g in groups):
-        print(f"--tokens must be in 1..256, --steps in 0..64, and --groups numbers from 2 to "
-              f"{v2.num_attention_heads} that divide it; got {args.tokens}, {args.steps}, {args.groups!r}.",
-              file=sys.stderr)
-        return 2
+    groups = args.groups
 
     # --- the layers: DeepSeek-V2's attention sizes in full, and MLA at MiniMind2's sizes
     deepseek = MultiHeadLatentAttention(v2).eval()                       # about 149M parameters, float32

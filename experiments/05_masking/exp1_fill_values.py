@@ -18,13 +18,12 @@ a causal + padding mask). NaN there is not contained: the next layer multiplies 
 from __future__ import annotations
 
 import math
-import sys
 
 import torch
 import torch.nn.functional as F
 
 from minimind_ref import combined_mask, scaled_dot_product_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -33,11 +32,21 @@ FILLS = ("-inf", "-1e9", "finfo.min")
 
 
 def add_arguments(parser):
-    parser.add_argument("--rows", type=int, default=2000,
+    parser.add_argument("--rows", type=int_in(1, 200_000), default=2000,
                         help="random rows with at least one visible key, per dtype and fill (default 2000)")
-    parser.add_argument("--keys", type=int, default=8, help="keys per row (default 8)")
-    parser.add_argument("--spread", type=float, default=8.0,
+    parser.add_argument("--keys", type=int_in(2, 4096), default=8, help="keys per row (default 8)")
+    parser.add_argument("--spread", type=float_in(0.0, 1e4, low_open=True), default=8.0,
                         help="standard deviation of the random scores (default 8)")
+
+
+MAX_SCORES = 2 ** 23  # --rows x --keys float64 scores (64 MiB), copied for every dtype and fill
+
+
+def check_arguments(args):
+    if args.rows * args.keys > MAX_SCORES:
+        return (f"--rows x --keys must be at most {MAX_SCORES}, got {args.rows} x {args.keys} = "
+                f"{args.rows * args.keys}")
+    return None
 
 
 def fill_value(name: str, dtype: torch.dtype) -> float:
@@ -110,12 +119,8 @@ def left_padded_example(generator: torch.Generator):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.rows < 1 or args.keys < 2 or not args.spread > 0:
-        print(f"--rows must be at least 1, --keys at least 2 and --spread positive, got {args.rows}, "
-              f"{args.keys} and {args.spread}.", file=sys.stderr)
-        return 2
     generator = torch.Generator().manual_seed(args.seed)
     print(f"torch {torch.__version__}; softmax computed in the dtype itself, rows of {args.keys} keys")
     print()

@@ -17,8 +17,6 @@ values and rows that sum to 1; the model simply reads the wrong tokens.
 
 from __future__ import annotations
 
-import sys
-
 import torch
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
@@ -26,14 +24,22 @@ from torch.nn.attention.bias import causal_lower_right
 from minimind_ref import (KVCache, MiniMindConfig, MiniMindForCausalLM, causal_mask, fused_attention,
                           scaled_dot_product_attention)
 from labkit import EPS32
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 
 
 def add_arguments(parser):
-    parser.add_argument("--keys", type=int, default=8, help="S, keys: cached + new tokens (default 8)")
-    parser.add_argument("--head-dim", type=int, default=16, help="D, the width of each head (default 16)")
+    # the figure writes a number in each of its 2 x S/4 x S cells: at S = 256 that takes a minute
+    parser.add_argument("--keys", type=int_in(3, 128), default=8, help="S, keys: cached + new tokens (default 8)")
+    parser.add_argument("--head-dim", type=int_in(2, 512), default=16,
+                        help="D, the width of each head, even (default 16)")
+
+
+def check_arguments(args):
+    if args.head_dim % 2:
+        return f"--head-dim must be even (RoPE rotates pairs), got {args.head_dim}"
+    return None
 
 
 def top_left(query_len: int, key_len: int) -> torch.Tensor:
@@ -96,12 +102,9 @@ def build_model(hidden: int, vocab: int, max_len: int) -> MiniMindForCausalLM:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     S, D = args.keys, args.head_dim
-    if S < 3 or D < 2 or D % 2:
-        print(f"--keys must be at least 3 and --head-dim even and at least 2, got {S} and {D}.", file=sys.stderr)
-        return 2
     query_lens = sorted({1, 2, S // 2, S})
 
     # 1. The mask torch applies, read off its output.

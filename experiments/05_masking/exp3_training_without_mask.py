@@ -19,13 +19,12 @@ superb and means nothing: the input already contains the answer, one position to
 from __future__ import annotations
 
 import math
-import sys
 
 import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 from labkit.training import train
 
@@ -35,10 +34,22 @@ SECOND = WORD + GAP  # where the second copy of the word starts
 
 
 def add_arguments(parser):
-    parser.add_argument("--steps", type=int, default=300, help="training steps per model (default 300)")
-    parser.add_argument("--batch", type=int, default=32, help="sequences per step (default 32)")
-    parser.add_argument("--lr", type=float, default=1e-2, help="peak learning rate (default 1e-2)")
-    parser.add_argument("--held-out", type=int, default=300, help="held-out sequences (default 300)")
+    parser.add_argument("--steps", type=int_in(20, 3000), default=300, help="training steps per model (default 300)")
+    parser.add_argument("--batch", type=int_in(1, 512), default=32, help="sequences per step (default 32)")
+    parser.add_argument("--lr", type=float_in(0.0, 10.0, low_open=True), default=1e-2,
+                        help="peak learning rate (default 1e-2)")
+    # measured in one pass: about 60 KiB a sequence
+    parser.add_argument("--held-out", type=int_in(1, 10_000), default=300, help="held-out sequences (default 300)")
+
+
+MAX_SEQUENCES = 2 ** 18  # --steps x --batch, for each of the two models: 27 times the defaults
+
+
+def check_arguments(args):
+    if args.steps * args.batch > MAX_SEQUENCES:
+        return (f"--steps x --batch must be at most {MAX_SEQUENCES}, got {args.steps} x {args.batch} = "
+                f"{args.steps * args.batch}")
+    return None
 
 
 def word_sequences(count: int, generator: torch.Generator) -> torch.Tensor:
@@ -102,12 +113,8 @@ def evaluate(model: MiniMindForCausalLM, held_out: torch.Tensor) -> dict:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.steps < 20 or args.batch < 1 or not args.lr > 0 or args.held_out < 1:
-        print(f"--steps must be at least 20, --batch and --held-out at least 1 and --lr positive, got "
-              f"{args.steps}, {args.batch}, {args.held_out} and {args.lr}.", file=sys.stderr)
-        return 2
 
     def batch(step, generator):
         ids = word_sequences(args.batch, generator)

@@ -19,13 +19,11 @@ are masked, and the short rows silently continue from a pad token.
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
-from exp3_training_without_mask import SECOND, WORD, build_model, word_sequences
+from exp3_training_without_mask import LENGTH, SECOND, WORD, build_model, word_sequences
 from minimind_ref import combined_mask
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 from labkit.training import train
 
@@ -33,9 +31,12 @@ PAD = 0  # any token id: the attention mask, not the id, is what hides a pad
 
 
 def add_arguments(parser):
-    parser.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
-    parser.add_argument("--prompts", type=int, default=64, help="prompts in the batch (default 64)")
-    parser.add_argument("--new", type=int, default=4, help="tokens to generate per prompt (default 4)")
+    parser.add_argument("--steps", type=int_in(20, 3000), default=300, help="training steps (default 300)")
+    parser.add_argument("--prompts", type=int_in(4, 1024), default=64,
+                        help="prompts in the batch, each also decoded alone (default 64)")
+    # the longest prompt, 11 tokens, and the new ones must fit the model's 32 positions
+    parser.add_argument("--new", type=int_in(1, 2 * LENGTH - (SECOND + WORD - 1)), default=4,
+                        help=f"tokens to generate per prompt, at most {2 * LENGTH - (SECOND + WORD - 1)} (default 4)")
 
 
 def pad_batch(prompts: list[torch.Tensor], side: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,10 +64,6 @@ def greedy_last_column(model, ids: torch.Tensor, mask: torch.Tensor, new: int) -
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
-    if args.steps < 20 or args.prompts < 4 or args.new < 1:
-        print(f"--steps must be at least 20, --prompts at least 4 and --new at least 1, got {args.steps}, "
-              f"{args.prompts} and {args.new}.", file=sys.stderr)
-        return 2
 
     model = build_model(args.seed)
 

@@ -20,29 +20,49 @@ runs without an error and gives wrong scores, unless the rows of W_q and W_k are
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import apply_rotary_complex, interleaved_to_half_permutation, rope_inverse_frequencies
 from labkit import EPS32, relative_error
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 DIFFERENT = 0.1  # "a different rotation": an error of at least 10% of the largest entry
 
 
 def add_arguments(parser):
-    parser.add_argument("--head-dim", type=int, default=64, help="head size d, even (default 64, MiniMind's)")
-    parser.add_argument("--positions", type=int, default=2048,
+    parser.add_argument("--head-dim", type=int_in(2, 512), default=64,
+                        help="head size d, even (default 64, MiniMind's)")
+    parser.add_argument("--positions", type=int_in(2, 4096), default=2048,
                         help="positions 0 .. N-1 rotated (default 2048, MiniMind's trained length)")
-    parser.add_argument("--heads", type=int, default=4, help="heads of the converted layer (default 4)")
-    parser.add_argument("--base", type=float, default=1e6, help="rope_theta (default 1e6, MiniMind's)")
-    parser.add_argument("--matrix-dim", type=int, default=8, help="size of the rotation matrices drawn (default 8)")
-    parser.add_argument("--matrix-base", type=float, default=100.0,
+    parser.add_argument("--heads", type=int_in(1, 16), default=4, help="heads of the converted layer (default 4)")
+    parser.add_argument("--base", type=float_in(1.0, 1e12, low_open=True), default=1e6,
+                        help="rope_theta, above 1 (default 1e6, MiniMind's)")
+    parser.add_argument("--matrix-dim", type=int_in(2, 64), default=8,
+                        help="size of the rotation matrices drawn, even (default 8)")
+    parser.add_argument("--matrix-base", type=float_in(1.0, 1e12, low_open=True), default=100.0,
                         help="base of the matrices drawn: small, so every pair visibly turns (default 100)")
-    parser.add_argument("--matrix-position", type=int, default=3, help="position of the matrices drawn (default 3)")
+    parser.add_argument("--matrix-position", type=int_in(1, 65536), default=3,
+                        help="position of the matrices drawn (default 3)")
+
+
+MAX_SCORES = 2 ** 26  # --heads x --positions^2 scores: 256 MiB a tensor, and a few are held at once
+MAX_WIDTH = 4096  # --heads x --head-dim, the layer's width: W_q and W_k are width x width
+
+
+def check_arguments(args):
+    for flag, value in (("--head-dim", args.head_dim), ("--matrix-dim", args.matrix_dim)):
+        if value % 2:
+            return f"{flag} must be even (RoPE rotates pairs), got {value}"
+    if args.heads * args.head_dim > MAX_WIDTH:
+        return (f"--heads x --head-dim must be at most {MAX_WIDTH}, got {args.heads} x {args.head_dim} = "
+                f"{args.heads * args.head_dim}")
+    scores = args.heads * args.positions ** 2
+    if scores > MAX_SCORES:
+        return (f"--heads x --positions^2 must be at most {MAX_SCORES}, got {args.heads} x {args.positions}^2 "
+                f"= {scores}")
+    return None
 
 
 def rotation_matrices(dim: int, position: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -70,15 +90,9 @@ def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     d, n, heads = args.head_dim, args.positions, args.heads
-    if d < 2 or d % 2 or n < 2 or heads < 1 or args.matrix_dim < 2 or args.matrix_dim % 2 \
-            or args.matrix_position < 1 or args.base <= 1 or args.matrix_base <= 1:
-        print(f"--head-dim and --matrix-dim must be even and at least 2, --positions at least 2, --heads and "
-              f"--matrix-position at least 1, the bases above 1; got {d}, {args.matrix_dim}, {n}, {heads}, "
-              f"{args.matrix_position}, {args.base:g}, {args.matrix_base:g}.", file=sys.stderr)
-        return 2
     perm = interleaved_to_half_permutation(d)  # [d]
     inv_freq = rope_inverse_frequencies(d, args.base)  # [d/2]
     cos, sin = precompute_freqs_cis(d, n, args.base)  # [N, d] each

@@ -20,28 +20,47 @@ positions, so the same phrase would produce different outputs at different place
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
                           scaled_dot_product_attention)
 from labkit import EPS32, random_attention, relative_error
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 
 BROKEN = 0.01  # "depends on the shift": an output error of at least 1% of the output's size
 
 
 def add_arguments(parser):
-    parser.add_argument("--positions", type=int, default=512, help="N: all N x N pairs are scored (default 512)")
-    parser.add_argument("--far", type=int, default=32768,
+    parser.add_argument("--positions", type=int_in(2, 1024), default=512,
+                        help="N: all N x N pairs are scored (default 512)")
+    parser.add_argument("--far", type=int_in(2, 2 ** 17), default=32768,
                         help="largest position of the random far pairs (default 32768, MiniMind's table)")
-    parser.add_argument("--far-pairs", type=int, default=20000, help="random far pairs of positions (default 20000)")
-    parser.add_argument("--head-dim", type=int, default=64, help="head size, even (default 64)")
-    parser.add_argument("--base", type=float, default=1e6, help="rope_theta (default 1e6)")
-    parser.add_argument("--tokens", type=int, default=8, help="T, tokens in the shifted sequence (default 8)")
+    parser.add_argument("--far-pairs", type=int_in(1, 200_000), default=20000,
+                        help="random far pairs of positions (default 20000)")
+    parser.add_argument("--head-dim", type=int_in(2, 256), default=64, help="head size, even (default 64)")
+    parser.add_argument("--base", type=float_in(1.0, 1e12, low_open=True), default=1e6,
+                        help="rope_theta, above 1 (default 1e6)")
+    parser.add_argument("--tokens", type=int_in(2, 1024), default=8,
+                        help="T, tokens in the shifted sequence (default 8)")
+
+
+LONGEST_FIXED_SHIFT = 1000  # the sequence is also shifted by 1, 2, 5, ..., 1000 positions
+MAX_FORMULA = 2 ** 26  # --positions^2 x --head-dim: the float64 formula over every pair (256 MiB)
+
+
+def check_arguments(args):
+    if args.head_dim % 2:
+        return f"--head-dim must be even (RoPE rotates pairs), got {args.head_dim}"
+    if args.far < max(args.positions, LONGEST_FIXED_SHIFT + args.tokens):
+        return (f"--far must be at least --positions and at least {LONGEST_FIXED_SHIFT} + --tokens (the sequence "
+                f"is shifted by up to {LONGEST_FIXED_SHIFT}), got far={args.far}, positions={args.positions}, "
+                f"tokens={args.tokens}")
+    if args.positions ** 2 * args.head_dim > MAX_FORMULA:
+        return (f"--positions^2 x --head-dim must be at most {MAX_FORMULA}, got {args.positions}^2 x "
+                f"{args.head_dim} = {args.positions ** 2 * args.head_dim}")
+    return None
 
 
 def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -81,13 +100,9 @@ def attention_outputs(layer: Attention, x: torch.Tensor, cos: torch.Tensor, sin:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     n, d = args.positions, args.head_dim
-    if n < 2 or d < 2 or d % 2 or args.far < n or args.far_pairs < 1 or args.tokens < 2:
-        print(f"need --positions >= 2, an even --head-dim, --far >= --positions, --far-pairs >= 1 and "
-              f"--tokens >= 2; got {n}, {d}, {args.far}, {args.far_pairs}, {args.tokens}.", file=sys.stderr)
-        return 2
 
     # 1. Every pair (m, n) of N positions.
     cos, sin = precompute_freqs_cis(d, args.far, args.base)  # [far, D]

@@ -20,24 +20,42 @@ is a bound, not a law: learned queries and keys can still attend far away with a
 from __future__ import annotations
 
 import math
-import sys
 
 import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import rope_decay_bound
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 
 BASES = (1e4, 1e6)  # RoFormer's (and the Transformer's) base, and MiniMind's rope_theta
 QUARTER = 0.25  # the decay milestone: an octave whose mean bound is below a quarter of the start
 
 
 def add_arguments(parser):
-    parser.add_argument("--head-dim", type=int, default=64, help="head size d, even (default 64, MiniMind's)")
-    parser.add_argument("--max-distance", type=int, default=32768,
+    parser.add_argument("--head-dim", type=int_in(4, 256), default=64,
+                        help="head size d, even (default 64, MiniMind's)")
+    parser.add_argument("--max-distance", type=int_in(1024, 2 ** 18), default=32768,
                         help="largest distance, a power of two >= 1024 (default 32768, MiniMind's table)")
-    parser.add_argument("--draws", type=int, default=200, help="random (q, k) pairs for the inequality (default 200)")
+    parser.add_argument("--draws", type=int_in(1, 2048), default=200,
+                        help="random (q, k) pairs for the inequality (default 200)")
+
+
+MAX_TABLE = 2 ** 24  # --max-distance x --head-dim: the bound at every distance, float64, per base
+MAX_ROTATED = 2 ** 17  # --draws x --head-dim: each query is rotated to 512 distances at once (256 MiB)
+
+
+def check_arguments(args):
+    d, far = args.head_dim, args.max_distance
+    if d % 2:
+        return f"--head-dim must be even, got {d}"
+    if far & (far - 1):
+        return f"--max-distance must be a power of two, got {far}"
+    if far * d > MAX_TABLE:
+        return f"--max-distance x --head-dim must be at most {MAX_TABLE}, got {far} x {d} = {far * d}"
+    if args.draws * d > MAX_ROTATED:
+        return f"--draws x --head-dim must be at most {MAX_ROTATED}, got {args.draws} x {d} = {args.draws * d}"
+    return None
 
 
 def octave_means(values: torch.Tensor, octaves: int) -> list[float]:
@@ -69,13 +87,9 @@ def worst_ratio(dim: int, base: float, distances: torch.Tensor, draws: int) -> f
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     d, far = args.head_dim, args.max_distance
-    if d < 4 or d % 2 or far < 1024 or far & (far - 1) or args.draws < 1:
-        print(f"--head-dim must be even and >= 4, --max-distance a power of two >= 1024, --draws >= 1; "
-              f"got {d}, {far}, {args.draws}.", file=sys.stderr)
-        return 2
     octaves = int(math.log2(far))
     distances = torch.arange(0, far)
     start = (d / 2 + 1) / 2

@@ -28,21 +28,33 @@ frequencies at every position, short prompts included.
 from __future__ import annotations
 
 import math
-import sys
 
 import matplotlib.pyplot as plt
 import torch
 
-from minimind_ref import MINIMIND_YARN, MiniMindConfig, MiniMindModel, apply_rotary_pos_emb, precompute_freqs_cis
+from minimind_ref import MINIMIND_YARN, MiniMindConfig, MiniMindModel, apply_rotary_pos_emb
 from minimind_ref.rope import rope_inverse_frequencies, yarn_inverse_frequencies, yarn_ramp
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 
 SEEN = 1.001  # an angle more than 0.1% beyond the largest one training produced counts as unseen
 
 
 def add_arguments(parser):
-    parser.add_argument("--head-dim", type=int, default=64, help="head size, even (default 64, MiniMind's)")
-    parser.add_argument("--base", type=float, default=1e6, help="rope_theta (default 1e6, MiniMind's)")
+    parser.add_argument("--head-dim", type=int_in(8, 512), default=64, help="head size, even (default 64, MiniMind's)")
+    parser.add_argument("--base", type=float_in(1.0, 1e12, low_open=True), default=1e6,
+                        help="rope_theta, above 1 (default 1e6, MiniMind's)")
+
+
+def check_arguments(args):
+    d = args.head_dim
+    if d % 2:
+        return f"--head-dim must be even, got {d}"
+    # the comparison needs pairs of all three kinds: kept as they are, on the ramp, divided by the factor
+    ramp = yarn_ramp(d, args.base, dict(MINIMIND_YARN)).double()
+    if not (bool((ramp == 0).any()) and bool((ramp == 1).any()) and bool(((ramp > 0) & (ramp < 1)).any())):
+        return (f"--base {args.base:g} with --head-dim {d} leaves YaRN no pair to keep, to ramp or to divide; "
+                f"try a base from 1e3 to 1e8")
+    return None
 
 
 def methods(dim: int, base: float, scaling: dict) -> dict[str, torch.Tensor]:
@@ -64,12 +76,9 @@ def score_curve(q: torch.Tensor, k: torch.Tensor, theta: torch.Tensor, distances
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     d = args.head_dim
-    if d < 8 or d % 2 or args.base <= 1:
-        print(f"--head-dim must be even and >= 8 and --base above 1; got {d}, {args.base:g}.", file=sys.stderr)
-        return 2
     scaling = dict(MINIMIND_YARN)
     trained, factor = scaling["original_max_position_embeddings"], scaling["factor"]
     extended = trained * factor

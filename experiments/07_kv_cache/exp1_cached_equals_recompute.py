@@ -17,13 +17,11 @@ is a bug (module 07's exp5_pitfalls shows the usual ones).
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.models import random_minimind
 
 # float32 keeps about 7 significant digits; a logit of size ~5 that went through a few hundred
@@ -40,9 +38,20 @@ LAYOUTS = {  # name -> config overrides: how many KV heads, and MiniMind3's q/k 
 
 
 def add_arguments(parser):
-    parser.add_argument("--prompt", type=int, default=8, help="prompt length (default 8)")
-    parser.add_argument("--new", type=int, default=48, help="tokens to generate (default 48)")
-    parser.add_argument("--batch", type=int, default=2, help="prompts decoded together (default 2)")
+    parser.add_argument("--prompt", type=int_in(1, 256), default=8, help="prompt length (default 8)")
+    parser.add_argument("--new", type=int_in(2, 256), default=48, help="tokens to generate (default 48)")
+    parser.add_argument("--batch", type=int_in(1, 64), default=2, help="prompts decoded together (default 2)")
+
+
+MAX_RECOMPUTED = 2 ** 18  # --batch x --new x (--prompt + --new): the tokens recomputing runs through
+
+
+def check_arguments(args):
+    recomputed = args.batch * args.new * (args.prompt + args.new)
+    if recomputed > MAX_RECOMPUTED:
+        return (f"--batch x --new x (--prompt + --new) must be at most {MAX_RECOMPUTED}, got {args.batch} x "
+                f"{args.new} x {args.prompt + args.new} = {recomputed}")
+    return None
 
 
 @torch.no_grad()
@@ -81,11 +90,8 @@ def top2_gap(logits: torch.Tensor) -> float:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.prompt < 1 or args.new < 2 or args.batch < 1:
-        print("--prompt and --batch must be at least 1 and --new at least 2.", file=sys.stderr)
-        return 2
     torch.set_num_threads(1)  # the machine may be shared; results do not depend on it
 
     base = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=8, vocab_size=256,

@@ -17,13 +17,11 @@ serving a model. Its size follows from four numbers of the config; sizing it is 
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -38,10 +36,21 @@ PUBLISHED = {
 
 
 def add_arguments(parser):
-    parser.add_argument("--prompt", type=int, default=5, help="prompt length of the default model's forward (default 5)")
-    parser.add_argument("--batch", type=int, default=2, help="sequences in the batch (default 2)")
-    parser.add_argument("--context", type=int, default=4096,
+    parser.add_argument("--prompt", type=int_in(1, 1024), default=5,
+                        help="prompt length of the default model's forward (default 5)")
+    parser.add_argument("--batch", type=int_in(1, 64), default=2, help="sequences in the batch (default 2)")
+    parser.add_argument("--context", type=int_in(1, 2 ** 20), default=4096,
                         help="context length for the published models' table (default 4096)")
+
+
+MAX_TOKENS = 4096  # --batch x --prompt tokens through MiniMind2's default model (26M parameters)
+
+
+def check_arguments(args):
+    if args.batch * args.prompt > MAX_TOKENS:
+        return (f"--batch x --prompt must be at most {MAX_TOKENS}, got {args.batch} x {args.prompt} = "
+                f"{args.batch * args.prompt}")
+    return None
 
 
 def cache_bytes(layers: int, kv_heads: int, head_dim: int, dtype_bytes: int, tokens: int = 1, batch: int = 1) -> int:
@@ -70,11 +79,8 @@ def fill_random(config: mm.MiniMindConfig, tokens: int, dtype: torch.dtype, batc
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.prompt < 1 or args.batch < 1 or args.context < 1:
-        print("--prompt, --batch and --context must be positive.", file=sys.stderr)
-        return 2
     torch.set_num_threads(1)
     all_match = True
 

@@ -18,15 +18,13 @@ ones. MiniMind's own upstream model code grows its cache with torch.cat; the nai
 
 from __future__ import annotations
 
-import sys
-import time
-
 import matplotlib.pyplot as plt
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, print_table
+from labkit import time_call
+from labkit.experiment import Experiment, int_in, print_table
 
 aten = torch.ops.aten
 MIN_STEP_SLOWDOWN = 2.0  # concat vs preallocated, time per step over the last 10% of steps
@@ -34,10 +32,24 @@ MIN_TIMED_BYTES = 8 * 2**20  # below a final cache of 8 MiB, Python overhead can
 
 
 def add_arguments(parser):
-    parser.add_argument("--steps", type=int, default=512, help="one-token cache updates, n (default 512)")
-    parser.add_argument("--batch", type=int, default=4, help="sequences cached together (default 4)")
-    parser.add_argument("--initial", type=int, default=16,
-                        help="starting capacity of the doubling cache (default 16)")
+    parser.add_argument("--steps", type=int_in(16, 2048), default=512, help="one-token cache updates, n (default 512)")
+    parser.add_argument("--batch", type=int_in(1, 64), default=4, help="sequences cached together (default 4)")
+    parser.add_argument("--initial", type=int_in(1, 2048), default=16,
+                        help="starting capacity of the doubling cache, at most --steps (default 16)")
+
+
+# the naive cache copies its whole self at every step: n^2 / 2 token steps of 8 KiB per sequence;
+# n^2 x batch = 2**24 copies 64 GiB in all, 16 times the defaults
+MAX_COPIED = 2 ** 24
+
+
+def check_arguments(args):
+    if args.initial > args.steps:
+        return f"--initial must be at most --steps, got {args.initial} and {args.steps}"
+    if args.steps ** 2 * args.batch > MAX_COPIED:
+        return (f"--steps^2 x --batch must be at most {MAX_COPIED}, got {args.steps}^2 x {args.batch} = "
+                f"{args.steps ** 2 * args.batch}")
+    return None
 
 
 class NaiveConcatCache:
@@ -94,6 +106,12 @@ def make_caches(config, batch: int, steps: int, initial: int):
     }
 
 
+def append_step(cache, step) -> None:
+    """One token step: every layer's new keys and values, [B, H_kv, 1, D] each, into the cache."""
+    for layer, (k, v) in enumerate(step):
+        cache.update(layer, k, v)
+
+
 def new_tokens(config, batch: int, steps: int, seed: int):
     """The keys and values that each step appends: [B, H_kv, 1, D] per layer."""
     g = torch.Generator().manual_seed(seed)
@@ -113,11 +131,8 @@ def doubling_copies(steps: int, initial: int) -> int:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.steps < 16 or args.batch < 1 or not 1 <= args.initial <= args.steps:
-        print("--steps must be at least 16, --batch positive and --initial between 1 and --steps.", file=sys.stderr)
-        return 2
     torch.set_num_threads(1)
     config = mm.MiniMindConfig(max_position_embeddings=max(2048, args.steps))  # MiniMind2's cache shape
     n = args.steps
@@ -135,8 +150,7 @@ def main(argv=None):
         allocations = 0
         for step in tokens:
             with BytesWritten() as counter:
-                for layer, (k, v) in enumerate(step):
-                    cache.update(layer, k, v)
+                append_step(cache, step)
             running += counter.bytes
             allocations += counter.allocations
             curve.append(running)
@@ -166,13 +180,7 @@ def main(argv=None):
     # 2. Time per step, as an illustration (the counts above are the exact statement).
     seconds = {}
     for name, cache in make_caches(config, args.batch, n, args.initial).items():
-        per_step = []
-        for step in tokens:
-            start = time.perf_counter()
-            for layer, (k, v) in enumerate(step):
-                cache.update(layer, k, v)
-            per_step.append(time.perf_counter() - start)
-        seconds[name] = per_step
+        seconds[name] = [time_call(lambda: append_step(cache, step)) for step in tokens]
     tail = max(1, n // 10)
     medians = {name: float(torch.tensor(s[-tail:]).median()) for name, s in seconds.items()}
     rows = [[name, 1e6 * medians[name], 1e3 * sum(seconds[name])] for name in seconds]

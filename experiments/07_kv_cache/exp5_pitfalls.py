@@ -26,13 +26,11 @@ tokens, and its logits at each step are compared with the reference's.
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.models import random_minimind
 
 ROUNDING = 1e-4  # a correct decoder agrees with the reference to float32 rounding (exp1: ~1e-5)
@@ -40,9 +38,20 @@ BROKEN = 0.1  # a broken one is off by at least this much somewhere (observed: s
 
 
 def add_arguments(parser):
-    parser.add_argument("--new", type=int, default=24, help="tokens to generate (default 24)")
-    parser.add_argument("--prompt", type=int, default=8, help="prompt length (default 8)")
-    parser.add_argument("--pad", type=int, default=6, help="left padding of the short prompt (default 6)")
+    parser.add_argument("--new", type=int_in(2, 256), default=24, help="tokens to generate (default 24)")
+    parser.add_argument("--prompt", type=int_in(1, 256), default=8, help="prompt length (default 8)")
+    parser.add_argument("--pad", type=int_in(1, 256), default=6, help="left padding of the short prompt (default 6)")
+
+
+POSITIONS = 512  # the random model's max_position_embeddings
+
+
+def check_arguments(args):
+    longest = max(args.prompt, args.prompt - args.prompt // 2 + args.pad)  # the padded batch's long prompt
+    if longest + args.new > POSITIONS:
+        return (f"the longest prompt (--prompt, or half of it plus --pad) plus --new must fit the model's "
+                f"{POSITIONS} positions, got {longest} + {args.new}")
+    return None
 
 
 # ------------------------------------------------------------------ one decoding step, 4 ways
@@ -141,14 +150,11 @@ def stale_mask_error(model, ids, mask) -> str:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    if args.new < 2 or args.prompt < 1 or args.pad < 1:
-        print("--new must be at least 2, --prompt and --pad at least 1.", file=sys.stderr)
-        return 2
     torch.set_num_threads(1)
     config = mm.MiniMindConfig(hidden_size=128, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
-                               vocab_size=256, max_position_embeddings=512)
+                               vocab_size=256, max_position_embeddings=POSITIONS)
     model = random_minimind(config, seed=args.seed)
     vocab = config.vocab_size
 

@@ -22,12 +22,13 @@ import matplotlib.pyplot as plt
 import torch
 
 from minimind_ref.variants import flash_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 
 
 def add_arguments(parser):
-    parser.add_argument("--keys", type=int, default=1000, help="scores in the row, S (default 1000)")
-    parser.add_argument("--dim", type=int, default=16, help="width of each value vector (default 16)")
+    # tiles of 1, 2, 3 and 7 keys make flash_attention loop over the row in Python, about S steps
+    parser.add_argument("--keys", type=int_in(2, 20_000), default=1000, help="scores in the row, S (default 1000)")
+    parser.add_argument("--dim", type=int_in(1, 1024), default=16, help="width of each value vector (default 16)")
 
 
 def online_softmax(scores: torch.Tensor, values: torch.Tensor, tile: int):
@@ -73,8 +74,6 @@ def flash_row(scores: torch.Tensor, values: torch.Tensor, tile: int) -> torch.Te
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     keys, dim = exp.args.keys, exp.args.dim
-    if keys < 2 or dim < 1:
-        raise SystemExit("--keys must be at least 2 and --dim at least 1.")
     values = torch.randn(keys, dim)
     tiles = sorted({1, 2, 3, 7, 16, 64, 128, keys // 3, keys})
     # the course's float32 tolerance, 1e-5, relative to the size of the values being averaged

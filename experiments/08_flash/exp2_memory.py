@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 import minimind_ref as mm
 from minimind_ref.variants import flash_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.memory import TensorMemory
 
 HEADS, HEAD_DIM = 8, 64
@@ -37,8 +37,18 @@ CONTENDERS = {
 
 
 def add_arguments(parser):
-    parser.add_argument("--lengths", type=int, nargs="+", default=[256, 512, 1024, 2048],
-                        help="sequence lengths T = S, doubling (default 256 512 1024 2048)")
+    # explicit attention holds several [8, T, T] float32 tensors: 512 MiB each at T = 4096
+    parser.add_argument("--lengths", type=int_in(16, 4096), nargs="+", default=[256, 512, 1024, 2048],
+                        help="sequence lengths T = S, from 16 to 4096, each twice the one before "
+                             "(default 256 512 1024 2048)")
+
+
+def check_arguments(args):
+    lengths = args.lengths
+    if len(lengths) < 2 or any(b != 2 * a for a, b in zip(lengths, lengths[1:])):
+        return (f"--lengths must be at least two lengths, each twice the one before, e.g. 256 512 1024; "
+                f"got {' '.join(map(str, lengths))}")
+    return None
 
 
 def measure(name, q, k, v):
@@ -48,10 +58,8 @@ def measure(name, q, k, v):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
-    lengths = sorted(exp.args.lengths)
-    if len(lengths) < 2 or lengths[0] < 16 or any(b != 2 * a for a, b in zip(lengths, lengths[1:])):
-        raise SystemExit("--lengths must be at least two doubling lengths of 16 or more, e.g. 256 512 1024.")
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
+    lengths = exp.args.lengths
     mib = 2 ** 20
     peaks = {name: [] for name in CONTENDERS}
     largest = {name: [] for name in CONTENDERS}

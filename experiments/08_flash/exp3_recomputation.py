@@ -24,7 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
 from minimind_ref.variants import flash_attention
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 
 HEADS, HEAD_DIM = 8, 64
 PATHS = {
@@ -34,8 +34,22 @@ PATHS = {
 
 
 def add_arguments(parser):
-    parser.add_argument("--lengths", type=int, nargs="+", default=[128, 256, 512, 1024],
-                        help="sequence lengths T = S (default 128 256 512 1024)")
+    # explicit attention keeps [8, T, T] tensors for the backward pass (128 MiB each at T = 2048), and
+    # flash_attention's backward runs in Python tiles: time grows as T^2
+    parser.add_argument("--lengths", type=int_in(8, 2048), nargs="+", default=[128, 256, 512, 1024],
+                        help=f"{MIN_LENGTHS} to {MAX_LENGTHS} increasing sequence lengths T = S, from 8 to 2048 "
+                             f"(default 128 256 512 1024)")
+
+
+MIN_LENGTHS, MAX_LENGTHS = 2, 8
+
+
+def check_arguments(args):
+    lengths = args.lengths
+    if not MIN_LENGTHS <= len(lengths) <= MAX_LENGTHS or any(b <= a for a, b in zip(lengths, lengths[1:])):
+        return (f"--lengths must be {MIN_LENGTHS} to {MAX_LENGTHS} lengths, each larger than the one before, "
+                f"e.g. 128 256 512; got {' '.join(map(str, lengths))}")
+    return None
 
 
 def saved_bytes(path, q, k, v) -> int:
@@ -71,10 +85,8 @@ def gradients_and_flops(path, q, k, v, grad):
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
-    lengths = sorted(exp.args.lengths)
-    if len(lengths) < 2 or lengths[0] < 8:
-        raise SystemExit("--lengths needs at least two sequence lengths of 8 or more.")
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
+    lengths = exp.args.lengths
     mib = 2 ** 20
     rows, saved, grad_errors, flop_ratios = [], {p: [] for p in PATHS}, [], []
     for length in lengths:

@@ -1,7 +1,9 @@
 """Counted line by line, standard attention (the FlashAttention paper's Algorithm 0) reads and
 writes Theta(N d + N^2) elements of GPU memory (HBM) and FlashAttention (Algorithm 1)
 Theta(N^2 d^2 / M): several times fewer for a head of 64 and 100 KB of on-chip SRAM. At an A100's
-rates, standard attention spends longer moving those elements than computing its matrix products.
+rates, standard attention spends longer moving those elements than computing its matrix products,
+and so does each of its three steps on its own: even S = Q K^T does fewer FLOPs per byte it moves
+than the A100 needs to keep its matrix units busy.
 
 Algorithm 0, one head, N queries and keys of width d: line 1 reads Q and K (2Nd) and writes
 S = Q K^T (N^2); line 2 reads S and writes P = softmax(S) (2N^2); line 3 reads P and V (N^2 + Nd)
@@ -12,8 +14,10 @@ O_i, l_i, m_i: 3Nd + 4N per outer step. Total 2Nd + T_c (3Nd + 4N), which is The
 (Theorem 2). The paper gives M as "around 100KB" and an A100's SRAM as 192 KB per streaming
 multiprocessor; this script counts M in half-precision elements (2 bytes each). The arithmetic:
 4 N^2 d matrix-multiply FLOPs for either algorithm (Q K^T and P V), at the 312 TFLOP/s of an A100's
-half-precision matrix units (FlashAttention-2 paper), against HBM traffic at 1.5 TB/s (the low end
-of the 1.5-2.0 TB/s the FlashAttention paper gives).
+half-precision matrix units (FlashAttention-2 paper, arXiv 2307.08691, section 3.1), against HBM
+traffic at 1.5 TB/s (the low end of the 1.5-2.0 TB/s the FlashAttention paper, arXiv 2205.14135,
+gives in section 2.1). The softmax runs on the other units, 19.5 TFLOP/s of FP32 (same section of
+FlashAttention-2), at about 5 operations per score (max, subtract, exp, sum, divide).
 
 Why it matters: on a GPU, attention is slow because of memory traffic, not arithmetic; that is
 what FlashAttention removes. These are counts from the algorithms, not measurements.
@@ -25,16 +29,21 @@ import math
 
 import matplotlib.pyplot as plt
 
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, float_in, int_in, print_table
 
 BYTES_PER_ELEMENT = 2  # fp16 / bf16, as on the GPU
 HBM_BYTES_PER_S = 1.5e12  # A100 HBM: 1.5-2.0 TB/s (FlashAttention paper, section 2.1)
 MATMUL_FLOPS_PER_S = 312e12  # A100 FP16/BF16 matmul (FlashAttention-2 paper, section 3.1)
+OTHER_FLOPS_PER_S = 19.5e12  # A100 FP32, everything but matmul: exp, max, sums (same section)
+RIDGE = MATMUL_FLOPS_PER_S / HBM_BYTES_PER_S  # FLOPs per byte moved that keep the matrix units busy
 
 
 def add_arguments(parser):
-    parser.add_argument("--head-dim", type=int, default=64, help="head width d (default 64)")
-    parser.add_argument("--sram-kb", type=float, default=100.0, help="on-chip SRAM M in KB of 1024 bytes (default 100)")
+    # counts, not tensors: any sizes are cheap; the bounds keep them meaningful (M >= 512 elements,
+    # so B_c = ceil(M / 4d) >= 1, where 0 for either flag divided by zero)
+    parser.add_argument("--head-dim", type=int_in(1, 1024), default=64, help="head width d (default 64)")
+    parser.add_argument("--sram-kb", type=float_in(1.0, 100_000.0), default=100.0,
+                        help="on-chip SRAM M in KB of 1024 bytes (default 100)")
 
 
 def standard_accesses(n: int, d: int) -> int:
@@ -43,6 +52,22 @@ def standard_accesses(n: int, d: int) -> int:
     line2 = 2 * n * n  # read S; write P
     line3 = n * n + n * d + n * d  # read P, V; write O
     return line1 + line2 + line3
+
+
+def standard_steps(n: int, d: int) -> dict[str, tuple[int, int, float]]:
+    """Algorithm 0's three lines, each a kernel of its own: (operations, HBM elements read + written,
+    the A100's rate for those operations). They add up to standard_accesses."""
+    return {
+        "S = Q K^T": (2 * n * n * d, 2 * n * d + n * n, MATMUL_FLOPS_PER_S),
+        "P = softmax(S)": (5 * n * n, 2 * n * n, OTHER_FLOPS_PER_S),  # about 5 per score: max, -, exp, +, /
+        "O = P V": (2 * n * n * d, n * n + 2 * n * d, MATMUL_FLOPS_PER_S),
+    }
+
+
+def flops_per_byte(n: int, d: int) -> float:
+    """Arithmetic intensity of S = Q K^T, Algorithm 0's first line: FLOPs per byte it moves."""
+    operations, elements, _ = standard_steps(n, d)["S = Q K^T"]
+    return operations / (elements * BYTES_PER_ELEMENT)
 
 
 def block_sizes(sram_elements: int, d: int) -> tuple[int, int]:
@@ -91,6 +116,16 @@ def main(argv=None):
     exp.claim(all(m > 1 for m in memory_bound),
               f"standard attention is memory-bound on an A100: moving its elements takes {min(memory_bound):.1f}x "
               f"to {max(memory_bound):.1f}x longer than its matrix products")
+
+    # the same, step by step: one kernel per line of Algorithm 0, at N = 4096
+    n = 4096
+    step_rows = [[name, operations / rate * 1e6, elements * BYTES_PER_ELEMENT / HBM_BYTES_PER_S * 1e6]
+                 for name, (operations, elements, rate) in standard_steps(n, d).items()]
+    print(f"\nN = {n}, one kernel per line of Algorithm 0:")
+    print_table(["step", "compute us", "HBM traffic us"], step_rows, ["", ".1f", ".1f"])
+    exp.claim(all(traffic > compute for _, compute, traffic in step_rows),
+              f"each of Algorithm 0's steps moves its data longer than it computes (N = {n}): even S = Q K^T does "
+              f"only {flops_per_byte(n, d):.0f} FLOPs per byte it moves, where an A100 needs {RIDGE:.0f}")
 
     # Theorem 2's 1/M: more SRAM, bigger blocks, fewer passes over Q and O
     n = 4096

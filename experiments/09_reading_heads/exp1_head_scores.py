@@ -24,12 +24,10 @@ yardstick says how much of a score is the head's choice rather than arithmetic.
 
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
 import torch
 
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 from labkit.tiny_heads import (attention_weights, first_token_scores, induction_scores,
                                               measure_head_scores, previous_token_scores, repeated_probe)
@@ -40,8 +38,10 @@ TIMES_EVEN = 5.0  # ... and at least this many times what an evenly spread head 
 
 
 def add_arguments(parser):
-    parser.add_argument("--count", type=int, default=16, help="probe prompts averaged over (default 16)")
-    parser.add_argument("--span", type=int, default=24, help="characters in the repeated span, n (default 24)")
+    parser.add_argument("--count", type=int_in(1, 256), default=16, help="probe prompts averaged over (default 16)")
+    # distinct printable characters, 2n + 1 <= 256 positions
+    parser.add_argument("--span", type=int_in(2, 47), default=24,
+                        help="characters in the repeated span, n, from 2 to 47 (default 24)")
 
 
 def even_head_scores(span: int) -> dict:
@@ -56,10 +56,6 @@ def even_head_scores(span: int) -> dict:
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
-    if not 2 <= args.span <= 47 or args.count < 1:
-        print(f"--span must be in [2, 47] (distinct printable characters, 2n + 1 <= 256 positions) and "
-              f"--count at least 1; got span={args.span}, count={args.count}.", file=sys.stderr)
-        return 2
     model, tokenizer = load_tiny_model_or_exit()  # a missing checkpoint: says how to make it, exits 2
     torch.set_num_threads(1)  # small matrices: one thread is fastest on a shared machine
 

@@ -23,12 +23,11 @@ that reason alone; the mean keeps the constant and removes only what depends on 
 from __future__ import annotations
 
 import math
-import sys
 
 import matplotlib.pyplot as plt
 import torch
 
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.tiny_data import PRINTABLE
 from labkit.tiny_heads import ablated, measure_head_scores, repeat_loss, repeated_probe
 from labkit.tiny_model import load_tiny_model_or_exit
@@ -41,17 +40,14 @@ HARMLESS = 0.5  # a head outside the circuit off (mean): the loss stays below th
 
 
 def add_arguments(parser):
-    parser.add_argument("--count", type=int, default=32, help="probe prompts (default 32)")
-    parser.add_argument("--span", type=int, default=24, help="characters in the repeated span, n (default 24)")
+    parser.add_argument("--count", type=int_in(1, 256), default=32, help="probe prompts (default 32)")
+    parser.add_argument("--span", type=int_in(3, 47), default=24,
+                        help="characters in the repeated span, n, from 3 to 47 (default 24)")
 
 
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
-    if not 3 <= args.span <= 47 or args.count < 1:
-        print(f"--span must be in [3, 47] and --count at least 1; got span={args.span}, count={args.count}.",
-              file=sys.stderr)
-        return 2
     model, _ = load_tiny_model_or_exit()  # a missing checkpoint: says how to make it, exits 2
     torch.set_num_threads(1)  # small matrices: one thread is fastest on a shared machine
 

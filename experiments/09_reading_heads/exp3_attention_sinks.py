@@ -19,11 +19,9 @@ idle here", not "the first token matters".
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
-from labkit.experiment import Experiment, print_table
+from labkit.experiment import Experiment, int_in, print_table
 from labkit.heatmaps import show_heatmaps
 from labkit.tiny_heads import (attention_weights, first_token_scores, measure_head_scores,
                                               repeated_probe, text_probe)
@@ -35,18 +33,17 @@ TIMES = 5.0  # ... and parking in one setting is at least this many times the we
 
 
 def add_arguments(parser):
-    parser.add_argument("--count", type=int, default=16, help="prompts per measurement (default 16)")
-    parser.add_argument("--span", type=int, default=24, help="characters in the repeated span, n (default 24)")
-    parser.add_argument("--code-length", type=int, default=64, help="tokens per window of code (default 64)")
+    parser.add_argument("--count", type=int_in(1, 256), default=16, help="prompts per measurement (default 16)")
+    parser.add_argument("--span", type=int_in(2, 47), default=24,
+                        help="characters in the repeated span, n, from 2 to 47 (default 24)")
+    # the tiny model has 256 positions
+    parser.add_argument("--code-length", type=int_in(3, 256), default=64,
+                        help="tokens per window of code, from 3 to 256 (default 64)")
 
 
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
-    if not 2 <= args.span <= 47 or args.count < 1 or not 3 <= args.code_length <= 256:
-        print(f"--span must be in [2, 47], --count at least 1, --code-length in [3, 256]; got "
-              f"{args.span}, {args.count}, {args.code_length}.", file=sys.stderr)
-        return 2
     model, tokenizer = load_tiny_model_or_exit()  # a missing checkpoint: says how to make it, exits 2
     torch.set_num_threads(1)  # small matrices: one thread is fastest on a shared machine
 

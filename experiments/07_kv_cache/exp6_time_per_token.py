@@ -1,0 +1,138 @@
+"""Measured on this machine's clock, a decoding step near the end of a long generation is several
+times faster with a KV cache than recomputing the whole sequence, and the total time of generating
+n tokens grows markedly more slowly with n: the saving exp2_cost_per_token counts in FLOPs, in time.
+
+The same greedy generation of n tokens runs two ways on a small MiniMind with random weights,
+after a one-token prompt: with the cache (`MiniMindForCausalLM.forward` with `past_key_values`:
+after the first step, one new token against the stored keys and values) and without it (the whole
+sequence through the model at every step). Each step is timed, its forward and the argmax that picks
+the token, and keeps its fastest time over a few runs (`labkit.best_step_times`). The FLOPs of each
+step, from exp2's closed form, are printed beside the times. Timings depend on the machine and on
+whatever else runs on it, so the claims compare ratios measured in this one run, with wide margins:
+near the end, a cached step at least 3 times faster, and a growth exponent of the total time (the
+slope of log total against log n: 1 for linear, 2 for quadratic) at least 0.3 lower with the cache.
+
+Why it matters: FLOPs say what the cache saves in principle, the clock what is left of it in
+practice. A small model on a CPU pays a fixed cost per forward (Python, kernel launches, reading
+every weight) that no cache removes, so the measured speed-up is far below the FLOP ratio and both
+exponents are pulled toward 1; the gap still shows, and it widens with the model and the context.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# the FLOP count and its figure, from the script beside this one
+from exp2_cost_per_token import growth_exponent, plot_per_token_and_total, step_flops
+
+import minimind_ref as mm
+from labkit import best_step_times
+from labkit.experiment import Experiment, int_in, print_table
+
+MIN_STEP_SPEEDUP = 3.0  # time per step near the end, no cache / cache (the FLOP ratio: 186x at the defaults)
+MIN_EXPONENT_GAP = 0.3  # total-time growth exponent, no cache minus cache (FLOPs: about 2 vs 1)
+
+
+def add_arguments(parser):
+    parser.add_argument("--tokens", type=int_in(16, 512), default=192, help="tokens to generate, n (default 192)")
+    parser.add_argument("--repeats", type=int_in(1, 20), default=3,
+                        help="timed runs of each loop; each step keeps its fastest time (default 3)")
+    parser.add_argument("--hidden", type=int_in(16, 512), default=128,
+                        help="hidden size of the timed model, a multiple of 8 (default 128)")
+
+
+# without the cache, step i runs i tokens through the model: n^2 / 2 token passes per run
+MAX_COST = 2 ** 27  # --tokens^2 x --repeats x --hidden: about 9 times the defaults' time
+
+
+def check_arguments(args):
+    if args.hidden % 8:
+        return f"--hidden must be a multiple of 8 (8 heads), got {args.hidden}"
+    cost = args.tokens ** 2 * args.repeats * args.hidden
+    if cost > MAX_COST:
+        return (f"--tokens^2 x --repeats x --hidden must be at most {MAX_COST}, got {args.tokens}^2 x {args.repeats} "
+                f"x {args.hidden} = {cost}")
+    return None
+
+
+@torch.no_grad()
+def step_times(model: mm.MiniMindForCausalLM, prompt: torch.Tensor, n: int, cached: bool, repeats: int) -> list[float]:
+    """Seconds of each of the n steps of greedy generation after `prompt` [1, P]: the forward and
+    the argmax, each step's fastest over `repeats` runs. With the cache, the first step is the
+    prefill and every later one feeds the last token alone; without it, every step feeds the whole
+    sequence so far."""
+
+    def step(inputs: torch.Tensor, cache):
+        out = model(inputs, past_key_values=cache, use_cache=cached, logits_to_keep=1)
+        return out.logits[:, -1].argmax(dim=-1, keepdim=True), out.past_key_values
+
+    def generate(timed):
+        sequence, cache = prompt, None
+        for _ in range(n):
+            inputs = sequence[:, -1:] if cache is not None else sequence
+            next_token, cache = timed(lambda: step(inputs, cache))
+            sequence = torch.cat([sequence, next_token], dim=1)
+
+    return best_step_times(generate, repeats)
+
+
+def main(argv=None):
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
+    args = exp.args
+    torch.set_num_threads(1)  # one thread: less noise from a shared machine, same FLOPs
+
+    config = mm.MiniMindConfig(hidden_size=args.hidden, num_hidden_layers=4, num_attention_heads=8,
+                               num_key_value_heads=2, vocab_size=256,
+                               max_position_embeddings=max(512, 2 * args.tokens))
+    n, prompt_len = args.tokens, 1
+    lengths = [n // 8, n // 4, n // 2, n]
+    flops = {cached: step_flops(config, prompt_len, n, cached) for cached in (False, True)}
+    model = mm.MiniMindForCausalLM(config).eval()  # seeded by Experiment.start
+    prompt = torch.randint(0, config.vocab_size, (1, prompt_len))
+    seconds = {cached: step_times(model, prompt, n, cached, args.repeats) for cached in (False, True)}
+    totals = {cached: [sum(seconds[cached][:m]) for m in lengths] for cached in (False, True)}
+    exponents = {cached: growth_exponent(lengths, totals[cached]) for cached in (False, True)}
+
+    print(f"Timed model: hidden {args.hidden}, 4 layers, 8 heads, 2 KV heads, vocabulary 256; "
+          f"prompt {prompt_len} token, n = {n}; each step the fastest of {args.repeats} runs, 1 CPU thread")
+    rows = []
+    for m in lengths:
+        i = m - 1
+        rows.append([m, flops[False][i] / flops[True][i], 1e3 * seconds[False][i], 1e3 * seconds[True][i],
+                     seconds[False][i] / seconds[True][i]])
+    print_table(["position", "FLOP ratio", "ms no cache", "ms cache", "time ratio"], rows,
+                ["", ".1f", ".2f", ".2f", ".1f"])
+    print()
+    print("Total time of generating n tokens")
+    rows = [[m, 1e3 * totals[False][j], 1e3 * totals[True][j], totals[False][j] / totals[True][j]]
+            for j, m in enumerate(lengths)]
+    print_table(["n", "ms no cache", "ms cache", "ratio"], rows, ["", ".1f", ".1f", ".1f"])
+    print(f"growth exponent of the total time (slope of log total vs log n): {exponents[False]:.2f} without "
+          f"the cache, {exponents[True]:.2f} with it (FLOPs: about 2 and 1, exp2_cost_per_token)")
+    print()
+
+    tail = max(1, n // 10)
+    step_speedup = _median(seconds[False][-tail:]) / _median(seconds[True][-tail:])
+    exp.claim(step_speedup >= MIN_STEP_SPEEDUP,
+              f"over the last {tail} steps a cached step is {step_speedup:.0f}x faster than recomputing "
+              f"(must be at least {MIN_STEP_SPEEDUP:.0f}x; the FLOP ratio there is about "
+              f"{flops[False][-1] / flops[True][-1]:.0f}x)")
+    gap = exponents[False] - exponents[True]
+    exp.claim(gap >= MIN_EXPONENT_GAP,
+              f"total time grows faster without the cache: exponent {exponents[False]:.2f} vs "
+              f"{exponents[True]:.2f} (gap {gap:.2f}, must be at least {MIN_EXPONENT_GAP})")
+
+    positions = list(range(prompt_len, prompt_len + n))
+    ms = {cached: [1e3 * s for s in seconds[cached]] for cached in (False, True)}
+    total_ms = {cached: [1e3 * t for t in totals[cached]] for cached in (False, True)}
+    fig = plot_per_token_and_total(positions, ms, lengths, total_ms, exponents, "time", "ms (this machine)", ".")
+    exp.save(fig, "time")
+    return exp.finish()
+
+
+def _median(values: list[float]) -> float:
+    return float(torch.tensor(values).median())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
