@@ -58,7 +58,8 @@ DIR ?= notebooks/
 lab: setup ## open JupyterLab on the notebooks (DIR=outputs/student for the student copies)
 	$(VENV)/bin/jupyter lab $(DIR) $(if $(filter 0,$(shell id -u)),--allow-root)
 
-test: setup ## run the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
+test: setup ## lint (ruff), then the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(ARGS)
 
 list: setup ## list modules and what each has

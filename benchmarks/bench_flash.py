@@ -44,7 +44,6 @@ import sys
 
 import torch
 import torch.nn.functional as F
-
 from harness import Target, fix_threads, interleaved_medians, report
 
 import minimind_ref as mm
@@ -170,13 +169,15 @@ def main(argv=None) -> int:
           f"medians of interleaved rounds, each pair timed side by side:")
     for label, pair, rounds in (("against explicit attention", against_explicit, args.rounds),
                                 ("against torch SDPA", against_sdpa, 3 * args.rounds)):
-        print(f"  {label} ({rounds} rounds): " + ", ".join(f"{name} {secs * 1e3:.1f} ms" for name, secs in pair.items()))
+        print(f"  {label} ({rounds} rounds): "
+              + ", ".join(f"{name} {secs * 1e3:.1f} ms" for name, secs in pair.items()))
 
     peaks = {name: peak_memory_in_fresh_process(name, args) for name in CONTENDERS}
     score_matrix = HEADS * args.memory_seq ** 2 * 4
     output = HEADS * args.memory_seq * HEAD_DIM * 4
     print(f"Peak memory above the inputs at T={args.memory_seq} (peak resident memory, fresh process each; "
-          f"one [H, T, T] float32 score matrix is {score_matrix / 2**20:.0f} MiB, the output {output / 2**20:.0f} MiB):")
+          f"one [H, T, T] float32 score matrix is {score_matrix / 2**20:.0f} MiB, "
+          f"the output {output / 2**20:.0f} MiB):")
     for name, peak in peaks.items():
         print(f"  {name:16s} {peak / 2**20:9.1f} MiB")
 

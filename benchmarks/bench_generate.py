@@ -31,13 +31,11 @@ import statistics
 import sys
 
 import torch
-
 from harness import Target, fix_threads, interleaved_medians, interleaved_times, python_calls, report
 
 import minimind_ref as mm
-from labkit.timing import time_call
+from labkit import time_call
 from minimind_ref.oracles import hf_twin
-
 
 DECODE_STEPS = 8  # new tokens timed after each context length, for the per-token slopes
 
@@ -155,7 +153,8 @@ def main(argv=None) -> int:
           "weights (its memory and BLAS), which every program running the model pays alike.")
     streaming = seconds["linear layers only"] / n * 1e3
     weight_mb = sum(layer.weight.nbytes for layer in linears) / 1e6
-    print(f"Per new token, the linear layers alone ({weight_mb:.0f} MB of weights) take {streaming:.2f} ms; beyond them")
+    print(f"Per new token, the linear layers alone ({weight_mb:.0f} MB of weights) take "
+          f"{streaming:.2f} ms; beyond them")
     for name in ("minimind_ref (cache)", "transformers"):
         per_token = seconds[name] / n * 1e3
         print(f"  {name:26s} spends {per_token - streaming:5.2f} ms of its {per_token:.2f} ms")

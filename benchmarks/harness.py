@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
-from labkit.timing import time_call
+from labkit import time_call
 
 
 def fix_threads(threads: int) -> None:

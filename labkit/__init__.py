@@ -21,7 +21,9 @@ Public names, and the file that defines each (open it to see how it works):
     EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once
     time_call, best_time,              timing.py        the one timer shared by experiments, notebooks, benchmarks:
       best_step_times                                   one call, the best of N, each step's best over N runs
-    Experiment, print_table            experiment.py    what every experiment script shares: flags, claims, figures
+    Experiment, print_table,           experiment.py    what every experiment script shares: flags, claims, figures;
+      int_in, float_in, fraction,                       the bounded flag types (a bad value exits 2, naming the flag)
+      int_list
 
 Submodules without a short name: quiz (the quiz files, `python -m labkit.quiz check`), tiny_data and
 tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one).
@@ -64,6 +66,10 @@ _HOME = {
     "best_step_times": "timing",
     "Experiment": "experiment",
     "print_table": "experiment",
+    "int_in": "experiment",
+    "float_in": "experiment",
+    "fraction": "experiment",
+    "int_list": "experiment",
 }
 
 __all__ = sorted(_HOME)

@@ -18,7 +18,7 @@ them neither.
 What it does not count:
 - memory a kernel allocates and frees inside one op: a fused C++ kernel such as torch's
   `scaled_dot_product_attention` shows only its output, not its scratch buffers (torch.profiler
-  with `profile_memory=True` sees those: tests/test_memory_tracker.py shows the difference);
+  with `profile_memory=True` sees those: tests/kit/test_memory_tracker.py shows the difference);
 - what the allocator keeps beyond the tensors' bytes: on a GPU, the caching allocator's rounding
   of each block and the blocks it reserves but leaves unused (this count is close to
   `torch.cuda.max_memory_allocated`, not to `max_memory_reserved`); and everything else the

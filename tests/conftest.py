@@ -3,7 +3,6 @@
 import functools
 
 import pytest
-
 from model_factory import small_config
 
 

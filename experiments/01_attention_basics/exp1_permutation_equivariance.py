@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from labkit import EPS32, Experiment, int_in, print_table, random_attention, relative_error, show_heatmaps
 from minimind_ref import Attention, MiniMindConfig, precompute_freqs_cis
-from labkit import EPS32, random_attention, relative_error
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
 
 BROKEN = 1e-2  # "not equivariant": an error of at least 1% of the output, far above any rounding
 

@@ -22,8 +22,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from labkit import Experiment, int_in, print_table
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, int_in, print_table
 
 SIGMAS = 5  # a sample mean further than 5 standard errors from its expectation: odds ~1 in 3.5 million
 MIN_MAX_DK = 256  # the saturation claims need a large head: unscaled logits with std >= 16

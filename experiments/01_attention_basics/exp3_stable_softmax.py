@@ -26,8 +26,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from labkit import Experiment, float_in, int_in, print_table
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, float_in, int_in, print_table
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
           "float64": torch.float64}

@@ -25,10 +25,8 @@ import math
 
 import torch
 
+from labkit import EPS32, Experiment, int_in, print_table, show_heatmaps
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
-from labkit import EPS32
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
 
 TIED_SELF_FRACTION = 0.9  # tied: the diagonal must win at least 90% of the rows (it wins ~100%)
 CHANCE_FACTOR = 3  # separate: the diagonal may win at most 3x as often as chance, 1/T

@@ -23,10 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from labkit import Experiment, float_in, int_in, print_table, show_heatmaps, train
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, float_in, int_in, print_table
-from labkit.heatmaps import show_heatmaps
-from labkit.training import train
 
 NUM_KEYS = 16
 NUM_VALUES = 16

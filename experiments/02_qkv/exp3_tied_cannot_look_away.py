@@ -27,10 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from labkit import Experiment, float_in, int_in, print_table, show_heatmaps, train
 from minimind_ref import scaled_dot_product_attention
-from labkit.experiment import Experiment, float_in, int_in, print_table
-from labkit.heatmaps import show_heatmaps
-from labkit.training import train
 
 NUM_SYMBOLS = 16  # couples (0, 1), (2, 3), ...: the partner of s is s ^ 1
 NUM_VALUES = 16

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import torch
 
-from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
-                          scaled_dot_product_attention)
-from labkit import EPS32, random_attention, relative_error
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
+from labkit import EPS32, Experiment, int_in, print_table, random_attention, relative_error, show_heatmaps
+from minimind_ref import (
+    Attention,
+    MiniMindConfig,
+    apply_rotary_pos_emb,
+    precompute_freqs_cis,
+    scaled_dot_product_attention,
+)
 
 HEAD_COUNTS = (1, 2, 4, 8)
 BROKEN = 1e-2  # the control must miss by at least 1% of the output, far above any rounding
@@ -122,15 +125,17 @@ def main(argv=None):
             figure_maps = (expected_weights[0], looped_weights[0])
     print(f"C = {args.hidden}, T = {args.tokens}, batch {args.batch}; every layer MHA with RoPE and the causal mask")
     print()
-    print_table(["heads H", "width D", "|loop - layer| / |layer|", "same, fused path", "|sum of heads - layer| / |layer|",
-                 "|weights - layer's|", "control: keys of head h+1"], rows, ["", "", ".1e", ".1e", ".1e", ".1e", ""])
+    print_table(["heads H", "width D", "|loop - layer| / |layer|", "same, fused path",
+                 "|sum of heads - layer| / |layer|", "|weights - layer's|", "control: keys of head h+1"], rows,
+                ["", "", ".1e", ".1e", ".1e", ".1e", ""])
     print()
     print(f"|.| is the largest entry. Rounding tolerance: max(C, T) x float32 eps = {tolerance:.1e}.")
     print()
 
     exp.claim(worst <= tolerance,
               f"for H in {counts}, running each head alone on its slice of W_q, W_k, W_v, concatenating and "
-              f"applying o_proj reproduces minimind_ref's Attention (outputs and weights, explicit and fused paths) to float32 rounding "
+              f"applying o_proj reproduces minimind_ref's Attention (outputs and weights, explicit and fused paths) "
+              f"to float32 rounding "
               f"(largest error {worst:.1e} <= {tolerance:.1e}), and so does the sum of the heads' separate "
               f"contributions W_o[:, slice h] @ head_h")
 
@@ -142,7 +147,8 @@ def main(argv=None):
     fig = show_heatmaps(torch.stack([layer_maps, loop_maps]),
                         titles=[[f"layer, head {h}" for h in range(args.figure_heads)],
                                 [f"loop, head {h}" for h in range(args.figure_heads)]],
-                        suptitle=f"{args.figure_heads} heads: Attention's weights (top) and the per-head loop's (bottom)")
+                        suptitle=f"{args.figure_heads} heads: Attention's weights (top) "
+                                 f"and the per-head loop's (bottom)")
     exp.save(fig, "heads")
     return exp.finish()
 

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import torch
 
+from labkit import Experiment, int_in, print_table, random_attention, relative_error, show_heatmaps
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
-from labkit import random_attention, relative_error
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
 
 BROKEN = 1e-2  # "wrong": an output error of at least 1% of the output's size, far above rounding
 
@@ -165,7 +163,8 @@ def main(argv=None):
                      "shared" if shares_storage(t, source) else "NEW (copied)"])
     print_table(["tensor", "shape", "strides", "contiguous", "storage"], rows)
     print()
-    print("out.transpose(1, 2).view(B, T, H*D) raises:" if view_error else "out.transpose(1, 2).view(B, T, H*D) did not raise.")
+    print("out.transpose(1, 2).view(B, T, H*D) raises:" if view_error
+          else "out.transpose(1, 2).view(B, T, H*D) did not raise.")
     if view_error:
         print(f"  RuntimeError: {view_error}")
     before = out[0, 1, 0, 0].item()  # head 1 of token 0: in the merged tensor, feature D of token 0

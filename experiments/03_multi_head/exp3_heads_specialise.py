@@ -29,11 +29,9 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from minimind_ref import MiniMindConfig, MiniMindForCausalLM
-from labkit.experiment import Experiment, float_in, int_in, print_table
-from labkit.heatmaps import show_heatmaps
+from labkit import IGNORE_INDEX, Experiment, float_in, int_in, print_table, show_heatmaps, train
 from labkit.tiny_heads import ablated
-from labkit.training import IGNORE_INDEX, train
+from minimind_ref import MiniMindConfig, MiniMindForCausalLM
 
 LEARNED = 0.99  # accuracy that counts as "learned the task"
 FOCUSED = 0.8  # a head "looks at" a token when it puts at least this much weight there on average

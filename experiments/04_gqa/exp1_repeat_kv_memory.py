@@ -34,7 +34,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, int_in, print_table
+from labkit import Experiment, int_in, print_table
 
 MIB = 2 ** 20
 

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, int_in, print_table
+from labkit import Experiment, int_in, print_table
 
 MIB = 2 ** 20
 NAMES = {1: "MQA"}

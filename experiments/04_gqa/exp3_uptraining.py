@@ -29,8 +29,7 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, float_in, fraction, int_in, print_table
-from labkit.training import IGNORE_INDEX, train
+from labkit import IGNORE_INDEX, Experiment, float_in, fraction, int_in, print_table, train
 
 HEADS = 8
 GROUPS = (8, 4, 2, 1)
@@ -182,7 +181,8 @@ def main(argv=None):
         weight_distance[groups] = kv_weight_distance(mha, pooled)
         results["mean-pooled"][groups] = compare(pooled, reference, ids, targets)
         if args.compare_first:
-            results["first head kept"][groups] = compare(convert_kv_heads(mha, groups, "first"), reference, ids, targets)
+            results["first head kept"][groups] = compare(
+                convert_kv_heads(mha, groups, "first"), reference, ids, targets)
         if groups == HEADS:
             continue
         train(pooled, task, steps=up_steps, lr=args.lr, seed=args.seed + 1)
@@ -218,7 +218,8 @@ def main(argv=None):
               "so do the outputs: KL from the MHA model " + " < ".join(f"{pooled[g]['kl']:.2f}" for g in GROUPS)
               + f" nats for {', '.join(map(str, GROUPS))} groups; accuracy falls from "
               f"{pooled[HEADS]['acc']:.2f} to {pooled[smaller[-1]]['acc']:.2f}")
-    exp.claim(all(uptrained[g]["kl"] < 0.5 * pooled[g]["kl"] and uptrained[g]["acc"] > pooled[g]["acc"] for g in smaller),
+    exp.claim(all(uptrained[g]["kl"] < 0.5 * pooled[g]["kl"]
+                  and uptrained[g]["acc"] > pooled[g]["acc"] for g in smaller),
               f"{up_steps} steps of uptraining recover most of it: KL " + ", ".join(
                   f"{pooled[g]['kl']:.2f} -> {uptrained[g]['kl']:.2f}" for g in smaller)
               + " (less than half at every G), accuracy " + ", ".join(

@@ -29,8 +29,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit import time_call
-from labkit.experiment import Experiment, int_in, int_list, print_table
+from labkit import Experiment, int_in, int_list, print_table, time_call
 
 MIB = 2 ** 20
 VARIANTS = {"MHA": 8, "GQA": 2, "MQA": 1}  # name -> key/value heads
@@ -162,8 +161,9 @@ def main(argv=None):
     fused_gain = longest[("MHA", "fused")] / longest[("GQA", "fused")]
     if lengths[-1] >= 4096:
         exp.claim(fused_gain > 1.05,
-                  f"at S = {lengths[-1]}, where MHA's cache is {cache_mib[('MHA', lengths[-1])] / weights_mib['MHA']:.1f}x "
-                  f"its weights, a fused GQA step is faster than an MHA step: {fused_gain:.2f}x (must be more than 1.05x)")
+                  f"at S = {lengths[-1]}, where MHA's cache is "
+                  f"{cache_mib[('MHA', lengths[-1])] / weights_mib['MHA']:.1f}x its weights, "
+                  f"a fused GQA step is faster than an MHA step: {fused_gain:.2f}x (must be more than 1.05x)")
     copy_cost = longest[("GQA", "explicit")] / longest[("GQA", "fused")]
     exp.claim(copy_cost > 1.3,
               f"at S = {lengths[-1]}, GQA through repeat_kv (explicit path) takes {copy_cost:.1f}x as long as "

@@ -34,9 +34,15 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from minimind_ref.variants.mla import (DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention, absorb_query,
-                              rotate_from)
-from labkit.experiment import Experiment, int_in, int_list, print_table
+from labkit import Experiment, int_in, int_list, print_table
+from minimind_ref.variants.mla import (
+    DEEPSEEK_V2,
+    LatentCache,
+    MLAConfig,
+    MultiHeadLatentAttention,
+    absorb_query,
+    rotate_from,
+)
 
 F32 = torch.float32
 
@@ -116,7 +122,8 @@ def rope_through_the_latent(layer: MultiHeadLatentAttention, x: torch.Tensor) ->
 
     # MLA's layout: rotation only on the shared k_R; W_UK folds into the query exactly.
     full = torch.cat([q_nope, q_rope], -1) @ torch.cat([k_nope, k_rope.expand_as(q_rope)], -1).transpose(-2, -1)
-    absorbed = torch.cat([absorb_query(q_nope, w_uk), q_rope], -1) @ torch.cat([c_kv[:, None], k_rope], -1).transpose(-2, -1)
+    absorbed = (torch.cat([absorb_query(q_nope, w_uk), q_rope], -1)
+                @ torch.cat([c_kv[:, None], k_rope], -1).transpose(-2, -1))
 
     # The rejected layout: rotate the whole keys, R_j W_UK c_j, and the queries, R_t q_t. The true
     # score q_t^T R_(j-t) W_UK c_j has a rotation between the query and W_UK that depends on the
@@ -188,14 +195,15 @@ def main(argv=None):
         parts = [prompt_out] + [deepseek(x[:, t:t + 1], cache=cache, absorbed=True)
                                 for t in range(args.tokens, x.shape[1])]
         stepped = torch.cat(parts, dim=1)
-        minimind_bytes = latent_bytes_per_token(prompt_cache(minimind_mla, torch.randn(1, 4, MLAConfig().hidden_size))[1])
+        minimind_bytes = latent_bytes_per_token(
+            prompt_cache(minimind_mla, torch.randn(1, 4, MLAConfig().hidden_size))[1])
 
     # --- 2. the cache table, measured on cache tensors (float32: 4 bytes per number)
     heads, d_h = v2.num_attention_heads, v2.qk_nope_head_dim
     deepseek_variants = [("MHA", heads)] + [(f"GQA-{g}", g) for g in groups] + [("MQA", 1)]
     mm_heads, mm_d = minimind_cfg.num_attention_heads, minimind_cfg.head_dim
-    minimind_variants = [("MHA", mm_heads), (f"GQA-{minimind_cfg.num_key_value_heads}", minimind_cfg.num_key_value_heads),
-                         ("MQA", 1)]
+    minimind_variants = [("MHA", mm_heads),
+                         (f"GQA-{minimind_cfg.num_key_value_heads}", minimind_cfg.num_key_value_heads), ("MQA", 1)]
     tables = [cache_rows("DeepSeek-V2 sizes", heads, d_h, deepseek_variants, v2, deepseek_bytes),
               cache_rows("MiniMind2 sizes", mm_heads, mm_d, minimind_variants, MLAConfig(), minimind_bytes)]
     layers = {"DeepSeek-V2 sizes": v2.num_hidden_layers, "MiniMind2 sizes": minimind_cfg.num_hidden_layers}
@@ -250,8 +258,10 @@ def main(argv=None):
               f"attending over the latent (W_UK folded into the query, W_UV applied after) gives the decompressed "
               f"output, with the whole sequence ({naive_vs_absorbed:.1e}) and step by step through the cache "
               f"({stepped_vs_full:.1e}, relative to the largest output)")
-    exp.claim(rope["decoupled"] < 1e-5 and rope["rotated_keys_off_diagonal"] > 0.1 and rope["rotated_keys_diagonal"] < 1e-5,
-              f"with decoupled RoPE the absorbed scores are exact ({rope['decoupled']:.1e}); with RoPE on the full keys, "
+    exp.claim(rope["decoupled"] < 1e-5 and rope["rotated_keys_off_diagonal"] > 0.1
+              and rope["rotated_keys_diagonal"] < 1e-5,
+              f"with decoupled RoPE the absorbed scores are exact ({rope['decoupled']:.1e}); "
+              f"with RoPE on the full keys, "
               f"folding W_UK into the query is wrong (relative error {rope['rotated_keys_off_diagonal']:.2f} between "
               f"different positions), right only where query and key share a position")
 

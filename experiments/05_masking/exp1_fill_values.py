@@ -22,9 +22,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from labkit import Experiment, float_in, int_in, print_table, show_heatmaps
 from minimind_ref import combined_mask, scaled_dot_product_attention
-from labkit.experiment import Experiment, float_in, int_in, print_table
-from labkit.heatmaps import show_heatmaps
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16}
@@ -195,7 +194,8 @@ def main(argv=None):
     exp.claim(all(r[d, "-inf"]["empty"] == "NaN" for d in DTYPES),
               "a row with every key at -inf softmaxes to NaN in float32, float16 and bfloat16 (0 / 0)")
     exp.claim(all(r[d, "finfo.min"]["empty"].startswith("even") for d in DTYPES)
-              and r["float32", "-1e9"]["empty"].startswith("even") and r["bfloat16", "-1e9"]["empty"].startswith("even"),
+              and r["float32", "-1e9"]["empty"].startswith("even")
+              and r["bfloat16", "-1e9"]["empty"].startswith("even"),
               "with a finite fill, that row has no NaN but spreads all its weight evenly over keys it must not see")
     exp.claim(math.isinf(r["float16", "-1e9"]["stored"]) and r["float16", "-1e9"]["empty"] == "NaN"
               and r["float16", "-1e9"]["masked_fill"].startswith("RuntimeError"),
@@ -209,11 +209,12 @@ def main(argv=None):
               f"in float16 that is only s <= {f16_measured:g}")
     exp.claim(all(ours_ok.values()),
               "minimind_ref's attention (bool mask, finfo.min fill, softmax in float32, empty rows zeroed) "
-              "gives finite outputs, 0 for the pad queries and the float64 result for the real ones, in all three dtypes")
+              "gives finite outputs, 0 for the pad queries and the float64 result for the real ones, "
+              "in all three dtypes")
     exp.claim(all(torch_ok.values()),
               f"torch {torch.__version__.split('+')[0]}'s fused SDPA, given the same bool mask, also returns 0 for the "
-              f"pad queries, in all three dtypes (its math path zeroes rows whose scores are all -inf; versions of 2023 "
-              f"returned NaN, pytorch issue 103963)")
+              f"pad queries, in all three dtypes (its math path zeroes rows whose scores are all -inf; versions of "
+              f"2023 returned NaN, pytorch issue 103963)")
 
     grid = torch.stack(maps).reshape(len(DTYPES), len(FILLS), 5, 5)
     titles = [f"{d}, fill {f}" for d in DTYPES for f in FILLS]

@@ -21,12 +21,15 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
-from minimind_ref import (KVCache, MiniMindConfig, MiniMindForCausalLM, causal_mask, fused_attention,
-                          scaled_dot_product_attention)
-from labkit import EPS32
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
-
+from labkit import EPS32, Experiment, int_in, print_table, show_heatmaps
+from minimind_ref import (
+    KVCache,
+    MiniMindConfig,
+    MiniMindForCausalLM,
+    causal_mask,
+    fused_attention,
+    scaled_dot_product_attention,
+)
 
 
 def add_arguments(parser):
@@ -133,7 +136,8 @@ def main(argv=None):
             error = (out.double() - truth[:, :, -T:]).abs().max().item() / scale
             errors[name, T] = error
             rows.append([T, name, error])
-    print("2. The same T queries (the last T of S tokens), attended every way; error = max |out - truth| / max |truth|,")
+    print("2. The same T queries (the last T of S tokens), attended every way; "
+          "error = max |out - truth| / max |truth|,")
     print("   truth = the last T rows of causal attention over all S tokens, float64:")
     print()
     print_table(["T", "way", "error"], rows, ["", "", ".1e"])

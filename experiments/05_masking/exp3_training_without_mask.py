@@ -23,10 +23,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from labkit import Experiment, float_in, int_in, print_table, show_heatmaps, train
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
-from labkit.experiment import Experiment, float_in, int_in, print_table
-from labkit.heatmaps import show_heatmaps
-from labkit.training import train
 
 VOCAB, WORD, GAP = 16, 4, 4
 LENGTH = 2 * WORD + 2 * GAP  # word, noise, word, noise
@@ -155,9 +153,9 @@ def main(argv=None):
               f"with the mask the loss stays above the honest floor ({causal['log'].final_loss():.3f} vs "
               f"{honest_floor():.3f}): the noise cannot be predicted from the past")
     exp.claim(cheat["next_weight"] > 0.5,
-              f"the unmasked model copies from the future: in head {cheat['head']}, query t puts {cheat['next_weight']:.0%} "
-              f"of its weight on key t + 1 on average (the causal model: {causal['next_weight']:.0%}, it may not "
-              f"look there)")
+              f"the unmasked model copies from the future: in head {cheat['head']}, query t puts "
+              f"{cheat['next_weight']:.0%} of its weight on key t + 1 on average (the causal model: "
+              f"{causal['next_weight']:.0%}, it may not look there)")
     exp.claim(cheat["given_all"] > 0.9 and cheat["decoded"] < 0.3,
               f"given the whole sequence, the unmasked model 'predicts' the word ({cheat['given_all']:.0%}); "
               f"decoding, where the next token is not there to copy, it gets {cheat['decoded']:.0%} "
@@ -175,7 +173,8 @@ def main(argv=None):
     exp.save(fig, "loss")
     labels = [str(t) for t in range(LENGTH - 1)]
     fig = show_heatmaps(torch.stack([causal["map"], cheat["map"]]), x_labels=labels,
-                        titles=[f"causal mask, head {causal['head']}", f"no mask, head {cheat['head']}: one step ahead"],
+                        titles=[f"causal mask, head {causal['head']}",
+                                f"no mask, head {cheat['head']}: one step ahead"],
                         suptitle="attention of the trained models on a held-out sequence")
     exp.save(fig, "attention")
     return exp.finish()

@@ -20,12 +20,10 @@ are masked, and the short rows silently continue from a pad token.
 from __future__ import annotations
 
 import torch
-
 from exp3_training_without_mask import LENGTH, SECOND, WORD, build_model, word_sequences
+
+from labkit import Experiment, int_in, print_table, show_heatmaps, train
 from minimind_ref import combined_mask
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
-from labkit.training import train
 
 PAD = 0  # any token id: the attention mask, not the id, is what hides a pad
 

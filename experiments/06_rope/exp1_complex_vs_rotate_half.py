@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import torch
 
+from labkit import EPS32, Experiment, float_in, int_in, print_table, relative_error, show_heatmaps
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import apply_rotary_complex, interleaved_to_half_permutation, rope_inverse_frequencies
-from labkit import EPS32, relative_error
-from labkit.experiment import Experiment, float_in, int_in, print_table
-from labkit.heatmaps import show_heatmaps
 
 DIFFERENT = 0.1  # "a different rotation": an error of at least 10% of the largest entry
 
@@ -144,8 +142,8 @@ def main(argv=None):
          ["rotate_half(x)    vs  complex(x)", different_error, "same" if different_error <= tolerance else "differ"],
          [f"R_half vs P R_complex P^T  ({args.matrix_dim}x{args.matrix_dim}, m={args.matrix_position})", matrix_error,
           "same" if matrix_error <= matrix_tolerance else "differ"],
-         [f"R_half vs R_complex        ({args.matrix_dim}x{args.matrix_dim}, m={args.matrix_position})", matrix_unpermuted,
-          "same" if matrix_unpermuted <= matrix_tolerance else "differ"],
+         [f"R_half vs R_complex        ({args.matrix_dim}x{args.matrix_dim}, m={args.matrix_position})",
+          matrix_unpermuted, "same" if matrix_unpermuted <= matrix_tolerance else "differ"],
          ["scores: W_q, W_k rows permuted per head", converted_error,
           "same" if converted_error <= score_tolerance else "differ"],
          ["scores: weights loaded as they are", unconverted_error,

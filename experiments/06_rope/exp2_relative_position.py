@@ -23,11 +23,14 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
-from minimind_ref import (Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis,
-                          scaled_dot_product_attention)
-from labkit import EPS32, random_attention, relative_error
-from labkit.experiment import Experiment, float_in, int_in, print_table
-from labkit.heatmaps import show_heatmaps
+from labkit import EPS32, Experiment, float_in, int_in, print_table, random_attention, relative_error, show_heatmaps
+from minimind_ref import (
+    Attention,
+    MiniMindConfig,
+    apply_rotary_pos_emb,
+    precompute_freqs_cis,
+    scaled_dot_product_attention,
+)
 
 BROKEN = 0.01  # "depends on the shift": an output error of at least 1% of the output's size
 

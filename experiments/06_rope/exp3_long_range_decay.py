@@ -24,9 +24,9 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from labkit import Experiment, int_in, print_table
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import rope_decay_bound
-from labkit.experiment import Experiment, int_in, print_table
 
 BASES = (1e4, 1e6)  # RoFormer's (and the Transformer's) base, and MiniMind's rope_theta
 QUARTER = 0.25  # the decay milestone: an octave whose mean bound is below a quarter of the start

@@ -32,9 +32,9 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from labkit import Experiment, float_in, int_in, print_table
 from minimind_ref import MINIMIND_YARN, MiniMindConfig, MiniMindModel, apply_rotary_pos_emb
 from minimind_ref.rope import rope_inverse_frequencies, yarn_inverse_frequencies, yarn_ramp
-from labkit.experiment import Experiment, float_in, int_in, print_table
 
 SEEN = 1.001  # an angle more than 0.1% beyond the largest one training produced counts as unseen
 

@@ -21,8 +21,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.models import random_minimind
+from labkit import Experiment, int_in, print_table, random_minimind
 
 # float32 keeps about 7 significant digits; a logit of size ~5 that went through a few hundred
 # roundings in a different order can move by ~1e-5. 1e-4 of the largest logit leaves a margin

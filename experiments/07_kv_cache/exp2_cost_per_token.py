@@ -23,7 +23,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, int_in, print_table
+from labkit import Experiment, int_in, print_table
 
 MIN_QUADRATIC = 1.8  # growth exponent of the total FLOPs without a cache must be at least this ...
 MAX_LINEAR = 1.2  # ... and with the cache at most this

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, int_in, print_table
+from labkit import Experiment, int_in, print_table
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -100,7 +100,8 @@ def main(argv=None):
             tokens = len(cache)
             formula = formula_for(cache, torch.float32, tokens)
             allocated = formula_for(cache, torch.float32, cache.capacity)
-            all_match &= cache.nbytes() == formula == layer_tensor_bytes(cache) and cache.allocated_nbytes() == allocated
+            all_match &= (cache.nbytes() == formula == layer_tensor_bytes(cache)
+                          and cache.allocated_nbytes() == allocated)
             rows.append([tokens, formula, cache.nbytes(), layer_tensor_bytes(cache), cache.capacity,
                          cache.allocated_nbytes()])
             next_token = model(ids[:, -1:], past_key_values=cache, use_cache=True).logits[:, -1].argmax(-1)
@@ -124,7 +125,8 @@ def main(argv=None):
             all_match &= measured * 16 == cache.nbytes() == layer_tensor_bytes(cache) and measured == formula
             by_kv_heads.setdefault(name, {})[kv_heads] = measured
             kind = {8: "MHA", 1: "MQA"}.get(kv_heads, "GQA")
-            rows.append([f"{kind}, {kv_heads} KV head{'s' if kv_heads > 1 else ''}", name, formula, measured, 8 // kv_heads])
+            rows.append([f"{kind}, {kv_heads} KV head{'s' if kv_heads > 1 else ''}", name, formula, measured,
+                         8 // kv_heads])
     print("Bytes per cached token at MiniMind2's sizes (8 layers, 8 query heads, head_dim 64), measured")
     print("after a 16-token forward of each model:")
     print_table(["layout", "dtype", "closed form", "measured", "query heads per KV head"], rows, ["", "", ",", ",", ""])
@@ -164,7 +166,8 @@ def main(argv=None):
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
     labels = ["MHA 8", "GQA 4", "GQA 2", "MQA 1"]
     for offset, name in zip((-0.27, 0, 0.27), DTYPES):
-        axes[0].bar([i + offset for i in range(4)], [by_kv_heads[name][k] for k in (8, 4, 2, 1)], width=0.27, label=name)
+        axes[0].bar([i + offset for i in range(4)], [by_kv_heads[name][k] for k in (8, 4, 2, 1)], width=0.27,
+                    label=name)
     axes[0].set_xticks(range(4), labels)
     axes[0].set(title="MiniMind2 sizes: cache bytes per token", xlabel="layout (KV heads)", ylabel="bytes per token")
     axes[0].legend(fontsize=8)

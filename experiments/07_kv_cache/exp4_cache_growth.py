@@ -9,7 +9,8 @@ capacity runs out it doubles, copying what it holds (capacities c, 2c, 4c, ...: 
 to less than the final length). This script runs the three strategies for n one-token steps and
 counts the bytes each writes *exactly*, by intercepting every tensor operation torch executes
 (a `TorchDispatchMode` that adds up the bytes of every tensor an operation creates or modifies:
-the output of `cat`, the slice a `copy_` writes), and compares the counts with the closed forms. It then times the steps, as an illustration.
+the output of `cat`, the slice a `copy_` writes), and compares the counts with the closed forms.
+It then times the steps, as an illustration.
 
 Why it matters: the quadratic copying is invisible for short sequences and dominates for long
 ones. MiniMind's own upstream model code grows its cache with torch.cat; the naive class below
@@ -23,8 +24,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import minimind_ref as mm
-from labkit import time_call
-from labkit.experiment import Experiment, int_in, print_table
+from labkit import Experiment, int_in, print_table, time_call
 
 aten = torch.ops.aten
 MIN_STEP_SLOWDOWN = 2.0  # concat vs preallocated, time per step over the last 10% of steps

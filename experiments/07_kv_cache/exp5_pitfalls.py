@@ -30,8 +30,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import minimind_ref as mm
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.models import random_minimind
+from labkit import Experiment, int_in, print_table, random_minimind
 
 ROUNDING = 1e-4  # a correct decoder agrees with the reference to float32 rounding (exp1: ~1e-5)
 BROKEN = 0.1  # a broken one is off by at least this much somewhere (observed: several units)

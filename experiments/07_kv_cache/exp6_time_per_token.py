@@ -26,8 +26,7 @@ import torch
 from exp2_cost_per_token import growth_exponent, plot_per_token_and_total, step_flops
 
 import minimind_ref as mm
-from labkit import best_step_times
-from labkit.experiment import Experiment, int_in, print_table
+from labkit import Experiment, best_step_times, int_in, print_table
 
 MIN_STEP_SPEEDUP = 3.0  # time per step near the end, no cache / cache (the FLOP ratio: 186x at the defaults)
 MIN_EXPONENT_GAP = 0.3  # total-time growth exponent, no cache minus cache (FLOPs: about 2 vs 1)

@@ -21,8 +21,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from labkit import Experiment, int_in, print_table
 from minimind_ref.variants import flash_attention
-from labkit.experiment import Experiment, int_in, print_table
 
 
 def add_arguments(parser):

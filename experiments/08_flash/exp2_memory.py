@@ -24,9 +24,8 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
+from labkit import Experiment, TensorMemory, int_in, print_table
 from minimind_ref.variants import flash_attention
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.memory import TensorMemory
 
 HEADS, HEAD_DIM = 8, 64
 CONTENDERS = {
@@ -89,15 +88,17 @@ def main(argv=None):
     last = lengths[-1]
 
     exp.claim(max(errors) <= 1e-5,
-              f"flash_attention (and explicit attention) give SDPA's output at every T (max diff {max(errors):.1e} <= 1e-5)")
-    exp.claim(largest["explicit"][-1] >= HEADS * last * last * 4 and largest["flash_attention"][-1] * 8 <= HEADS * last * last * 4,
+              f"flash_attention (and explicit attention) give SDPA's output at every T "
+              f"(max diff {max(errors):.1e} <= 1e-5)")
+    exp.claim(largest["explicit"][-1] >= HEADS * last * last * 4
+              and largest["flash_attention"][-1] * 8 <= HEADS * last * last * 4,
               f"at T = {last}, explicit attention creates the whole [H, T, T] score matrix "
               f"({HEADS * last * last * 4 / mib:.0f} MiB); the largest tensor flash_attention creates is "
               f"{largest['flash_attention'][-1] / mib:.2f} MiB, less than 1/8 of it")
     exp.claim(growth["explicit"][-1] >= 3.5 and max(growth["flash_attention"]) <= 2.05,
               f"explicit attention's peak grows quadratically (x{growth['explicit'][-1]:.2f} for the last doubling "
-              f"of T, at least x3.5), flash_attention's at most linearly (at most x{max(growth['flash_attention']):.2f} "
-              f"per doubling, at most x2.05)")
+              f"of T, at least x3.5), flash_attention's at most linearly "
+              f"(at most x{max(growth['flash_attention']):.2f} per doubling, at most x2.05)")
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for name, style in (("explicit", "o-"), ("flash_attention", "s-"), ("torch SDPA", "^:")):

@@ -23,8 +23,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
+from labkit import Experiment, int_in, print_table
 from minimind_ref.variants import flash_attention
-from labkit.experiment import Experiment, int_in, print_table
 
 HEADS, HEAD_DIM = 8, 64
 PATHS = {
@@ -106,7 +106,8 @@ def main(argv=None):
                  "FLOP ratio", "max |grad diff|"], rows, ["d", ".2f", ".2f", ".3f", ".3f", ".4f", ".1e"])
     predicted = 7 / 6 + 1 / (3 * HEAD_DIM)  # 7 products instead of 6, the score product 1 column wider
     print(f"\nPredicted FLOP ratio: 7/6 + 1/(3D) = {predicted:.4f}. The paper's Fig. 2 (GPT-2 medium on an "
-          f"A100): 66.6 -> 75.2 GFLOPs, x{75.2 / 66.6:.3f}, with HBM traffic 40.3 -> 4.4 GB and runtime 41.7 -> 7.3 ms.")
+          f"A100): 66.6 -> 75.2 GFLOPs, x{75.2 / 66.6:.3f}, with HBM traffic 40.3 -> 4.4 GB "
+          f"and runtime 41.7 -> 7.3 ms.")
 
     exp.claim(max(grad_errors) <= 1e-4,
               f"the recomputing backward pass gives autograd's gradients through explicit attention "

@@ -29,7 +29,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from labkit.experiment import Experiment, float_in, int_in, print_table
+from labkit import Experiment, float_in, int_in, print_table
 
 BYTES_PER_ELEMENT = 2  # fp16 / bf16, as on the GPU
 HBM_BYTES_PER_S = 1.5e12  # A100 HBM: 1.5-2.0 TB/s (FlashAttention paper, section 2.1)
@@ -101,14 +101,16 @@ def main(argv=None):
         flash_s = flash * BYTES_PER_ELEMENT / HBM_BYTES_PER_S
         ratios.append(standard / flash)
         memory_bound.append(standard_s / compute_s)
-        rows.append([n, standard / 1e6, flash / 1e6, standard / flash, compute_s * 1e6, standard_s * 1e6, flash_s * 1e6])
+        rows.append([n, standard / 1e6, flash / 1e6, standard / flash, compute_s * 1e6, standard_s * 1e6,
+                     flash_s * 1e6])
     print_table(["N", "standard (M elem)", "flash (M elem)", "standard / flash", "matmul us", "standard HBM us",
                  "flash HBM us"], rows, ["d", ".2f", ".2f", ".2f", ".2f", ".2f", ".2f"])
     print(f"\nFor large N the ratio tends to 4N^2 / (3Nd N / B_c) = 4 B_c / 3d = {4 * block_c / (3 * d):.2f}. "
           f"The paper measured {40.3 / 4.4:.1f}x fewer bytes (40.3 GB against 4.4 GB, forward and backward, Fig. 2).")
     flash_vs_compute = rows[lengths.index(4096)][6] / rows[lengths.index(4096)][4]
-    print(f"By this count FlashAttention's own traffic still takes {flash_vs_compute:.1f}x its matmul time at N = 4096: "
-          f"the count charges every one of the T_c passes over Q and O to HBM. It is a model, not a measurement.")
+    print(f"By this count FlashAttention's own traffic still takes {flash_vs_compute:.1f}x its matmul time "
+          f"at N = 4096: the count charges every one of the T_c passes over Q and O to HBM. "
+          f"It is a model, not a measurement.")
 
     exp.claim(all(r > 2 for r in ratios),
               f"FlashAttention's count is {min(ratios):.1f}x to {max(ratios):.1f}x smaller than standard attention's "
@@ -137,7 +139,8 @@ def main(argv=None):
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     axes[0].loglog(lengths, [standard_accesses(n, d) for n in lengths], "o-", label="standard (Alg. 0)", base=2)
-    axes[0].loglog(lengths, [flash_accesses(n, d, sram) for n in lengths], "s-", label="FlashAttention (Alg. 1)", base=2)
+    axes[0].loglog(lengths, [flash_accesses(n, d, sram) for n in lengths], "s-", label="FlashAttention (Alg. 1)",
+                   base=2)
     axes[0].set_xlabel("sequence length N")
     axes[0].set_ylabel("HBM elements read + written")
     axes[0].set_title(f"d = {d}, M = {exp.args.sram_kb:g} KB")

@@ -27,10 +27,15 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
-from labkit.tiny_heads import (attention_weights, first_token_scores, induction_scores,
-                                              measure_head_scores, previous_token_scores, repeated_probe)
+from labkit import Experiment, int_in, print_table, show_heatmaps
+from labkit.tiny_heads import (
+    attention_weights,
+    first_token_scores,
+    induction_scores,
+    measure_head_scores,
+    previous_token_scores,
+    repeated_probe,
+)
 from labkit.tiny_model import load_tiny_model_or_exit
 
 STRONG = 0.5  # a head "does" a pattern when its score is above this

@@ -27,7 +27,7 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from labkit.experiment import Experiment, int_in, print_table
+from labkit import Experiment, int_in, print_table
 from labkit.tiny_data import PRINTABLE
 from labkit.tiny_heads import ablated, measure_head_scores, repeat_loss, repeated_probe
 from labkit.tiny_model import load_tiny_model_or_exit

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from labkit.experiment import Experiment, int_in, print_table
-from labkit.heatmaps import show_heatmaps
-from labkit.tiny_heads import (attention_weights, first_token_scores, measure_head_scores,
-                                              repeated_probe, text_probe)
+from labkit import Experiment, int_in, print_table, show_heatmaps
+from labkit.tiny_heads import attention_weights, first_token_scores, measure_head_scores, repeated_probe, text_probe
 from labkit.tiny_model import load_tiny_model_or_exit
 
 PARKS = 0.5  # a head "parks" when it puts more than half its weight on position 0

@@ -32,7 +32,7 @@ between the query and W_UK, so W_UK cannot be folded into the query once for all
 decoupled layout rotates only the small shared k_R, and W_UK is never rotated.
 
 Parameter names are those of transformers' `DeepseekV3Attention` (and `DeepseekV2Attention`), so a
-state dict loads there with strict=True (tests/test_mla.py compares the outputs):
+state dict loads there with strict=True (tests/model/test_mla.py compares the outputs):
 
     q_proj               [n_h (d_h + d_R), C]   (without query compression, q_lora_rank=None)
     q_a_proj, q_a_layernorm, q_b_proj            (with it: C -> d_c' -> n_h (d_h + d_R))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import torch
+from experiment_scripts import load_experiment
 
 import minimind_ref as mm
-from experiment_scripts import load_experiment
 
 
 def experiment(stem: str):

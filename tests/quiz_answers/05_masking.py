@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from experiment_scripts import load_experiment
 
 import minimind_ref as mm
-from experiment_scripts import load_experiment
 from minimind_ref.masks import sliding_window_mask
 
 

@@ -1,0 +1,52 @@
+"""Every experiment script of every module runs with its defaults, checks its claim and exits 0.
+
+The scripts are found through the catalog, so a module's scripts are tested the moment they exist.
+Each runs in its own process, as a learner runs it, with figures sent to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labkit.course.catalog import all_modules
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = [script for module in all_modules(ROOT) for script in module.experiments]
+
+
+def run_script(script: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_every_module_on_disk_has_experiments_found():
+    assert SCRIPTS, "no experiment scripts were found under experiments/"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_script_runs_with_defaults_and_its_claims_hold(script, tmp_path):
+    out = tmp_path / "figures"
+    result = run_script(script, "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, f"{script.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert "claim holds" in result.stdout, "an experiment checks at least one claim"
+    assert "CLAIM DOES NOT HOLD" not in result.stdout
+    figures = sorted(out.glob("*.png"))
+    assert figures, "an experiment saves its figures"
+    assert all(f.name.startswith(script.stem + "_") for f in figures), "figures are named after their script"
+    assert sorted(tmp_path.iterdir()) == [out], "nothing is written outside the output folder"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_script_help_names_the_course_flags(script):
+    result = run_script(script, "--help")
+    assert result.returncode == 0, result.stderr
+    for flag in ("--seed", "--out", "--show"):
+        assert flag in result.stdout
+    docstring_claim = result.stdout.split("\n\n")[1].strip()
+    assert docstring_claim, "--help starts with the script's claim"

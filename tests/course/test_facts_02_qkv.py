@@ -1,0 +1,146 @@
+"""Numbers written in module 02's prose (guide, notebook text, quiz explanations) are the ones code
+computes.
+
+Printed outputs of the notebook are re-checked by nbval; this file covers the numbers typed into
+Markdown and JSON, where nothing else would catch a wrong one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+from pathlib import Path
+
+import nbformat
+from quiz_answers import RECOMPUTED
+
+import minimind_ref as mm
+
+ROOT = Path(__file__).resolve().parents[2]
+# The experiment scripts' own constants (loaded as tests/quiz_answers/02_qkv.py loads them).
+answers_02 = importlib.import_module("quiz_answers.02_qkv")
+EXP2 = answers_02.experiment("exp2_kv_retrieval")
+EXP3 = answers_02.experiment("exp3_tied_cannot_look_away")
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def notebook_cells():
+    return nbformat.read(ROOT / "notebooks" / "02_qkv.ipynb", as_version=4).cells
+
+
+def markdown_of_notebook() -> str:
+    return flat("\n".join(cell.source for cell in notebook_cells() if cell.cell_type == "markdown"))
+
+
+def code_of_notebook() -> str:
+    return "\n".join(cell.source for cell in notebook_cells() if cell.cell_type == "code")
+
+
+def minimind_sizes():
+    config = mm.MiniMindConfig()
+    layer = mm.Attention(config)
+    sizes = {name: p.numel() for name, p in layer.named_parameters()}
+    return config, sizes
+
+
+def default_of(script, flag: str):
+    """The default of one of an experiment script's own flags, read from its parser."""
+    parser = argparse.ArgumentParser()
+    script.add_arguments(parser)
+    return parser.parse_args([]).__dict__[flag]
+
+
+def test_module_02_guide_numbers():
+    guide = flat((ROOT / "modules" / "02_qkv" / "README.md").read_text())
+    config, sizes = minimind_sizes()
+    C, H, H_kv, D = config.hidden_size, config.num_attention_heads, config.num_key_value_heads, config.head_dim
+    assert f"Hidden size `C = {C}`, `H = {H}` query heads, `H_kv = {H_kv}` key/value heads, `D = {D}`" in guide
+    assert f"[B, T, H*D] = [B, T, {H * D}] -> view [B, T, {H}, {D}] -> transpose [B, {H}, T, {D}]" in guide
+    assert f"[B, T, H_kv*D] = [B, T, {H_kv * D}] -> [B, {H_kv}, T, {D}]" in guide
+    assert f"H / H_kv = {H // H_kv} query heads" in guide
+    q, k, v, o = (sizes[f"{n}_proj.weight"] for n in "qkvo")
+    assert f"`{q:,} + {k:,} + {v:,} + {o:,} = {q + k + v + o:,}` weights" in guide
+    assert f"In `d = {D}` dimensions" in guide
+    assert f"`H_kv * D = {H_kv * D}` features, not {H * D}" in guide
+    assert f"MiniMind's `q_proj` is `{C} × {H * D}`" in guide
+    # the lookup task, as exp2 runs it
+    pairs = default_of(EXP2, "pairs")
+    assert f"dictionaries of {pairs} (key, value) pairs over {EXP2.NUM_KEYS} keys and {EXP2.NUM_VALUES} values" in guide
+    assert f"Chance is `1/{EXP2.NUM_VALUES} = {1 / EXP2.NUM_VALUES:g}`" in guide
+    assert f"measures it on {EXP2.HELD_OUT} fresh examples" in guide
+    ceiling = 0.5 + 0.5 / EXP3.NUM_VALUES
+    assert f"`1/2 + 1/{2 * EXP3.NUM_VALUES} ≈ {round(100 * ceiling)}%` right" in guide
+    assert f"`1/2 + 1/{2 * EXP3.NUM_VALUES}` of splitting its weight evenly" in guide
+
+
+def test_module_02_notebook_prose_numbers():
+    text, code = markdown_of_notebook(), code_of_notebook()
+    config = mm.MiniMindConfig()
+    assert f"heads are {config.head_dim} wide" in text
+    # the MiniMind-sized measurement: every row sees all `length` tokens
+    length = int(re.search(r"batch, length, D = \d+, (\d+), mha\.head_dim", code).group(1))
+    assert f"every row sees all {length} tokens" in text
+    # the lookup task of section 7
+    keys, values, pairs, questions = map(int, re.search(
+        r"NUM_KEYS, NUM_VALUES, PAIRS, QUESTIONS = (\d+), (\d+), (\d+), (\d+)", code).groups())
+    assert (f"Each example holds `S = {pairs}` pairs (key, value) with distinct keys, "
+            f"out of {keys} keys and {values} values") in text
+    assert f"asks `T = {questions}` questions" in text
+    assert f"scores the {values} values" in text
+    held_out = int(re.search(r"fresh_inputs, fresh_answers = make_examples\((\d+),", code).group(1))
+    assert f"measure it on the {held_out} fresh examples" in text
+    # section 8: the partner task
+    symbols = int(re.search(r"SYMBOLS = (\d+)", code).group(1))
+    couples = int(re.search(r"def make_couples\(count, generator, couples=(\d+)\)", code).group(1))
+    assert f"the {symbols} symbols form {symbols // 2} fixed couples" in text
+    assert f"both members of {couples} couples" in text
+    ceiling = 0.5 + 0.5 / values
+    assert f"`1/2 + 1/{2 * values} ≈ {round(100 * ceiling)}%`" in text
+    # the quiz section
+    from labkit.quiz import load_quiz
+
+    count = len(load_quiz(ROOT / "quizzes" / "02_qkv.json").questions)
+    words = {12: "Twelve", 11: "Eleven", 10: "Ten", 9: "Nine", 8: "Eight"}
+    assert f"{words[count]} questions on this module" in text
+
+
+def test_module_02_quiz_explanation_numbers():
+    from labkit.quiz import load_quiz
+
+    quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "02_qkv.json").questions}
+    config, sizes = minimind_sizes()
+    H, H_kv, D, C = config.num_attention_heads, config.num_key_value_heads, config.head_dim, config.hidden_size
+
+    text = quiz["kproj-width"].explanation
+    assert f"$H_{{kv}} \\cdot D = {H_kv} \\times {D} = {H_kv * D}$" in text
+    assert f"$H \\cdot D = {H} \\times {D} = {H * D}$" in text
+    assert f"a group of {H // H_kv} query heads" in text
+
+    text = quiz["attention-weights-count"].explanation
+    def tex(n):
+        return f"{n:,}".replace(",", "{,}")
+    assert f"`q_proj` ${H * D} \\times {C} = {tex(sizes['q_proj.weight'])}$" in text
+    assert f"${H_kv * D} \\times {C} = {tex(sizes['k_proj.weight'])}$ each" in text
+    assert f"`o_proj` ${C} \\times {H * D} = {tex(sizes['o_proj.weight'])}$" in text
+    assert f"${tex(sum(sizes.values()))}$ in all" in text
+    mha = mm.Attention(config.replace(num_key_value_heads=H))
+    assert f"With {H} key/value heads" in text
+    assert f"$4 \\times {tex(sizes['q_proj.weight'])} = {tex(sum(p.numel() for p in mha.parameters()))}$" in text
+
+    cross = quiz["cross-count"]
+    shape = (2, 8, 3, 7)  # the question's batch, heads, queries and keys
+    assert "batch 2, 8 heads, 3 queries and 7 keys" in cross.question
+    count = RECOMPUTED["02_qkv"]["cross-count"]()
+    assert count == shape[0] * shape[1] * shape[2] * shape[3]
+    assert f"$2 \\times 8 \\times 3 \\times 7 = {count}$" in cross.explanation
+
+    values = EXP2.NUM_VALUES
+    assert f"1/{values} = {1 / values:g}" in quiz["lookup-chance"].explanation
+
+    text = quiz["tied-ceiling"].explanation
+    values = EXP3.NUM_VALUES
+    assert f"1/2 + 1/2 x 1/{values} = 1/2 + 1/{2 * values} = {0.5 + 0.5 / values:g}" in text

@@ -1,0 +1,173 @@
+"""The numbers module 04 writes about multi-head latent attention (guide, notebook prose, quiz, the
+docstring of exp5_mla) are the ones code computes, and DeepSeek's sizes are the ones transformers'
+config classes hold.
+
+DeepSeek-V2's sizes come from its paper (arXiv 2405.04434, section 3.1: 60 layers, hidden size
+5120, 128 attention heads of 128, KV compression d_c = 512, query compression d_c' = 1536, decoupled
+rotary part d_R = 64), which its released config.json repeats. transformers' DeepseekV3Config
+defaults hold DeepSeek-V3's sizes, whose attention is the same; DeepseekV2Config's defaults share the
+MLA sizes but not the head count. Both are checked below, so a wrong constant in minimind_ref/variants/mla.py
+fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import nbformat
+import torch
+from experiment_scripts import load_experiment
+
+import minimind_ref as mm
+from labkit.quiz import load_quiz
+from minimind_ref.variants.mla import DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "modules" / "04_gqa" / "README.md"
+NOTEBOOK = ROOT / "notebooks" / "04_gqa.ipynb"
+SCRIPT = ROOT / "experiments" / "04_gqa" / "exp5_mla.py"
+
+V2 = DEEPSEEK_V2
+MINIMIND = mm.MiniMindConfig()
+TWIN = MLAConfig()  # MLA at MiniMind2's sizes
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def notebook_markdown() -> str:
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    return flat("\n".join(cell.source for cell in cells if cell.cell_type == "markdown"))
+
+
+def kv_numbers(kv_heads: int, head_dim: int) -> int:
+    """Numbers per token and layer cached by MHA / GQA / MQA, measured on minimind_ref's KVCache."""
+    config = mm.MiniMindConfig(hidden_size=64, num_hidden_layers=1, num_attention_heads=kv_heads,
+                               num_key_value_heads=kv_heads, head_dim=head_dim)
+    cache = mm.KVCache(config, batch_size=1, capacity=2)
+    keys = torch.zeros(1, kv_heads, 2, head_dim)
+    cache.update(0, keys, keys.clone())
+    return cache.nbytes() // 2 // 4
+
+
+def mla_numbers(config: MLAConfig) -> int:
+    """Numbers per token and layer in a LatentCache that `config`'s layer filled (a small hidden
+    size for speed: the cache does not depend on it)."""
+    small = config.replace(hidden_size=32, q_lora_rank=None, num_hidden_layers=1)
+    cache = LatentCache(small, batch_size=1)
+    with torch.no_grad():
+        MultiHeadLatentAttention(small)(torch.randn(1, 3, 32), cache=cache)
+    return cache.nbytes() // 3 // 4
+
+
+# DeepSeek-V2's numbers as the prose uses them, each measured
+MHA = kv_numbers(V2.num_attention_heads, V2.qk_nope_head_dim)
+MLA = mla_numbers(V2)
+GQA2, GQA3, MQA = (kv_numbers(g, V2.qk_nope_head_dim) for g in (2, 3, 1))
+GROUPS = MLA / kv_numbers(1, V2.qk_nope_head_dim)
+MM_GQA = kv_numbers(MINIMIND.num_key_value_heads, MINIMIND.head_dim)
+MM_MHA = kv_numbers(MINIMIND.num_attention_heads, MINIMIND.head_dim)
+TWIN_MLA = mla_numbers(TWIN)
+
+
+def test_deepseek_sizes_are_transformers_config_defaults():
+    from transformers import DeepseekV2Config, DeepseekV3Config
+
+    v3 = DeepseekV3Config()
+    attention = ("num_attention_heads", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                 "v_head_dim")
+    assert {name: getattr(V2, name) for name in attention} == {name: getattr(v3, name) for name in attention}
+    v2_defaults = DeepseekV2Config()
+    mla_sizes = attention[1:]  # DeepseekV2Config's default head count (32) is not DeepSeek-V2's
+    assert {name: getattr(V2, name) for name in mla_sizes} == {name: getattr(v2_defaults, name) for name in mla_sizes}
+    assert v3.rope_interleave is True and V2.rope_interleave is True
+    # from the paper only (section 3.1), as the module docstring of mla.py quotes it
+    assert (V2.num_hidden_layers, V2.hidden_size) == (60, 5120)
+    assert (V2.num_attention_heads, V2.qk_nope_head_dim, V2.kv_lora_rank, V2.qk_rope_head_dim) == (128, 128, 512, 64)
+
+
+def test_the_cache_numbers():
+    assert MLA == V2.kv_lora_rank + V2.qk_rope_head_dim == 576
+    assert MHA == 2 * 128 * 128 == 32768 and round(MHA / MLA, 1) == 56.9 and round(MHA / MLA) == 57
+    assert GROUPS == 2.25 and (GQA2, GQA3, MQA) == (512, 768, 256) and GQA2 < MLA < GQA3
+    # DeepSeek's ratios, and MLA at MiniMind2's sizes
+    for cfg in (V2, TWIN):
+        assert cfg.kv_lora_rank == 4 * cfg.qk_nope_head_dim and cfg.qk_rope_head_dim == cfg.qk_nope_head_dim // 2
+    assert (TWIN.hidden_size, TWIN.num_attention_heads, TWIN.qk_nope_head_dim) == (
+        MINIMIND.hidden_size, MINIMIND.num_attention_heads, MINIMIND.head_dim)
+    assert TWIN_MLA == 288 and MM_GQA == 256 and TWIN_MLA > MM_GQA
+    assert MM_MHA / TWIN_MLA == MINIMIND.num_attention_heads / 2.25 and round(MM_MHA / TWIN_MLA, 1) == 3.6
+    assert MHA / MLA == V2.num_attention_heads / 2.25
+
+
+def test_guide_numbers():
+    guide = flat(GUIDE.read_text())
+    assert (f"On DeepSeek-V2's sizes (`n_h = {V2.num_attention_heads}` heads of `d_h = {V2.qk_nope_head_dim}`, "
+            f"`d_c = {V2.kv_lora_rank}`, `d_R = {V2.qk_rope_head_dim}`) MLA caches {MLA} numbers per token and layer "
+            f"against {MHA:,} for MHA, {MHA / MLA:.1f} times fewer: as many as GQA with {GROUPS:g} groups, so more "
+            f"than GQA-2 ({GQA2}) and more than MQA ({MQA}).") in guide
+    assert (f"with DeepSeek's ratios (`d_c = 4 d_h`, `d_R = d_h / 2`) it is `n_h / {GROUPS:g}`, only "
+            f"{MM_MHA / TWIN_MLA:.1f} at MiniMind's {MINIMIND.num_attention_heads} heads, where MLA at those ratios "
+            f"({TWIN_MLA} numbers) would cache more than MiniMind's own GQA-2 ({MM_GQA}).") in guide
+    scripts = sorted(p.name for p in SCRIPT.parent.glob("exp*.py"))
+    assert len(scripts) == 5 and "`make exp M=04` runs all five" in guide
+    args, _ = script_defaults()
+    assert (args.tokens, args.steps) == (16, 4)
+    assert "over a prompt of 16 tokens and then 4 single-token steps through the cache" in guide
+    for paper in ("arXiv 2405.04434", "arXiv 2412.19437"):
+        assert paper in guide
+
+
+def test_notebook_prose_numbers():
+    text = notebook_markdown()
+    assert (f"On DeepSeek-V2's sizes MLA caches {MLA} numbers per token and layer, {MHA / MLA:.1f} times fewer "
+            f"than MHA's {MHA:,}: as many as GQA with {GROUPS:g} groups.") in text
+    assert (f"`n_h / {GROUPS:g}` at DeepSeek's ratios: at MiniMind's {MINIMIND.num_attention_heads} heads its twin "
+            f"would cache {TWIN_MLA} numbers") in text
+    assert f"more than MiniMind's own GQA-2 ({MM_GQA})" in text
+    assert "whose MLA twin (`MLAConfig()`'s defaults) takes DeepSeek's ratios `d_c = 4 d_h` and `d_R = d_h / 2`" in text
+    assert f"On DeepSeek-V2's sizes it caches as much as GQA with {GROUPS:g} groups." in text
+    with torch.device("meta"):  # shapes only
+        params = sum(p.numel() for p in MultiHeadLatentAttention(V2).parameters())
+    assert round(params / 1e6) == 149 and "full-size DeepSeek-V2 attention layer (149 million parameters)" in text
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    solutions = [c for c in cells if "solution" in c.metadata.get("tags", [])]
+    assert len(solutions) == 4 and "It ends with four checked exercises" in text
+    # the toy layer's cache line is printed by the notebook itself; its sizes are these
+    assert MLAConfig(hidden_size=16, num_attention_heads=4, kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=2,
+                     v_head_dim=4).cache_elements_per_token() * 5 * 4 == 160
+
+
+def test_quiz_numbers():
+    quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "04_gqa.json").questions}
+    q = quiz["mla-cache-numbers"]
+    assert ("128 heads of size 128, a latent of d_c = 512 numbers and a decoupled rotary key of d_R = 64"
+            in flat(q.question))
+    text = flat(q.explanation)
+    assert f"d_c + d_R = {V2.kv_lora_rank} + {V2.qk_rope_head_dim} = {MLA} numbers" in text
+    assert f"2 x 128 x 128 = {MHA:,} numbers: {MHA / MLA:.1f} times more" in text
+    q = quiz["mla-gqa-groups"]
+    assert "heads of 128 numbers" in flat(q.question) and f"(d_c + d_R = {MLA})" in flat(q.question)
+    text = flat(q.explanation)
+    assert f"2 x g x 128 = {kv_numbers(1, 128)} g. {MLA} / {kv_numbers(1, 128)} = {GROUPS:g}" in text
+    assert f"more than GQA-2 ({GQA2}), less than GQA-3 ({GQA3}), and MQA ({MQA}) is smaller still" in text
+
+
+def script_defaults():
+    module = load_experiment("04", "exp5_mla")
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    return parser.parse_args([]), module
+
+
+def test_script_docstring_numbers():
+    _, module = script_defaults()
+    doc = flat(module.__doc__)
+    assert f"on DeepSeek-V2's sizes {MLA}, 1/{round(MHA / MLA)} of what multi-head attention caches" in doc
+    assert f"as much as GQA with {GROUPS:g} groups" in doc
+    assert (f"n_h = {V2.num_attention_heads} heads of d_h = {V2.qk_nope_head_dim}, d_c = {V2.kv_lora_rank}, "
+            f"d_R = {V2.qk_rope_head_dim}, {V2.num_hidden_layers} layers") in doc
+    assert (f"it is n_h / {GROUPS:g}, {round(MHA / MLA)} times for DeepSeek-V2's {V2.num_attention_heads} heads, only "
+            f"{MM_MHA / TWIN_MLA:.1f} for MiniMind's 8") in doc

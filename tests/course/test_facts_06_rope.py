@@ -1,0 +1,234 @@
+"""Numbers written in module 06's prose (guide, notebook text, quiz explanations) are the ones code
+computes.
+
+Printed outputs of the notebook are re-checked by nbval and the experiments check their own
+claims; this file covers the numbers typed into Markdown and JSON, where nothing else would catch
+a wrong one. Text is compared with its line breaks and repeated spaces folded to single spaces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import nbformat
+import torch
+from experiment_scripts import load_experiment
+
+import minimind_ref as mm
+from minimind_ref.rope import (
+    precompute_freqs_cis,
+    rope_decay_bound,
+    rope_inverse_frequencies,
+    yarn_correction_dim,
+    yarn_inverse_frequencies,
+    yarn_ramp,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+YARN = mm.MINIMIND_YARN
+
+
+def folded(text: str) -> str:
+    return " ".join(text.split())
+
+
+def guide() -> str:
+    return folded((ROOT / "modules" / "06_rope" / "README.md").read_text())
+
+
+def notebook_markdown() -> str:
+    cells = nbformat.read(ROOT / "notebooks" / "06_rope.ipynb", as_version=4).cells
+    return folded("\n".join(cell.source for cell in cells if cell.cell_type == "markdown"))
+
+
+def explanation(qid: str) -> str:
+    from labkit.quiz import load_quiz
+
+    quiz = load_quiz(ROOT / "quizzes" / "06_rope.json")
+    question = next(q for q in quiz.questions if q.id == qid)
+    return folded(question.question + " " + " ".join(getattr(question, "choices", None) or []) + " "
+                  + question.explanation)
+
+
+def script_defaults(name: str) -> argparse.Namespace:
+    """The defaults of an experiment script's own flags."""
+    parser = argparse.ArgumentParser()
+    load_experiment("06", name).add_arguments(parser)
+    return parser.parse_args([])
+
+
+# -- the facts -----------------------------------------------------------------------------------
+
+def head_dim() -> int:
+    return mm.MiniMindConfig().head_dim
+
+
+def base() -> float:
+    return mm.MiniMindConfig().rope_theta
+
+
+def theta(dim: int = None, rope_base: float = None) -> torch.Tensor:
+    return rope_inverse_frequencies(dim or head_dim(), rope_base or base()).double()
+
+
+@lru_cache(maxsize=None)
+def quarter_crossing(rope_base: float, dim: int = 64, far: int = 32768) -> int:
+    """The first octave start 2^o whose mean bound is below a quarter of the value at 0."""
+    bound = rope_decay_bound(torch.arange(far), dim, rope_base)
+    start = bound[0].item()
+    for o in range(int(math.log2(far))):
+        if bound[2 ** o: 2 ** (o + 1)].mean().item() < start / 4:
+            return 2 ** o
+    raise AssertionError("no crossing")
+
+
+def yarn_groups() -> dict[str, list[int]]:
+    ramp = yarn_ramp(head_dim(), base(), YARN)
+    return {"kept": [i for i, r in enumerate(ramp.tolist()) if r == 0],
+            "ramp": [i for i, r in enumerate(ramp.tolist()) if 0 < r < 1],
+            "divided": [i for i, r in enumerate(ramp.tolist()) if r == 1]}
+
+
+def span(pairs: list[int]) -> str:
+    assert pairs == list(range(pairs[0], pairs[-1] + 1)), "a contiguous run of pairs"
+    return f"{pairs[0]}-{pairs[-1]}"
+
+
+def turns_in_training() -> torch.Tensor:
+    return YARN["original_max_position_embeddings"] * theta() / (2 * math.pi)
+
+
+def plain_ratio_past_training() -> float:
+    """Largest angle over factor x trained positions / largest angle in training (plain RoPE)."""
+    trained = YARN["original_max_position_embeddings"]
+    return (YARN["factor"] * trained - 1) / (trained - 1)
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+def test_minimind_settings_that_the_prose_names():
+    config = mm.MiniMindConfig()
+    assert (config.head_dim, config.rope_theta, config.max_position_embeddings) == (64, 1e6, 32768)
+    assert YARN == {"type": "yarn", "beta_fast": 32, "beta_slow": 1, "factor": 16,
+                    "original_max_position_embeddings": 2048, "attention_factor": 1.0}
+    assert mm.MiniMindConfig(inference_rope_scaling=True).rope_scaling == YARN
+    assert YARN["factor"] * YARN["original_max_position_embeddings"] == config.max_position_embeddings
+
+
+def test_module_06_guide_numbers():
+    text = guide()
+    th = theta()
+    wavelengths = 2 * math.pi / th
+    assert th[0].item() == 1.0
+    assert f"a wavelength of `2π ≈ {wavelengths[0].item():.2f}` positions" in text
+    assert (f"MiniMind2's heads are {head_dim()} wide with `rope_theta = {base():.0e}`".replace("e+0", "e")
+            + f": {head_dim() // 2} pairs, the slowest turning once every {wavelengths[-1].item() / 1e6:.2f} "
+              "million positions") in text
+    start = (head_dim() / 2 + 1) / 2
+    assert rope_decay_bound(torch.tensor([0]), head_dim(), base())[0].item() == start
+    assert f"({start:g} for `d = {head_dim()}`)" in text
+    assert (f"falls below a quarter of that start from distance {quarter_crossing(1e4)} with base 1e4 but only "
+            f"from {quarter_crossing(1e6)} with base 1e6") in text
+    assert (f"`factor` {YARN['factor']}, "
+            f"`original_max_position_embeddings` {YARN['original_max_position_embeddings']}, "
+            f"`beta_fast` {YARN['beta_fast']}, `beta_slow` {YARN['beta_slow']}, `attention_factor` "
+            f"{YARN['attention_factor']}") in text
+    groups = yarn_groups()
+    assert (f"keeps pairs {span(groups['kept'])}, ramps pairs {span(groups['ramp'])} and divides pairs "
+            f"{span(groups['divided'])} by {YARN['factor']}") in text
+    trained = YARN["original_max_position_embeddings"]
+    assert f"over {YARN['factor']} x {trained} = {YARN['factor'] * trained} positions" in text
+    assert round(plain_ratio_past_training()) == YARN["factor"]
+    assert f"to angles about {YARN['factor']} times larger" in text
+    assert f"turns only {1 / YARN['factor']:g} rad per position: neighbours look {YARN['factor']} times closer" in text
+    assert f"holds `max_position_embeddings` ({mm.MiniMindConfig().max_position_embeddings}) rows" in text
+
+
+def test_module_06_guide_experiment_descriptions_match_the_defaults():
+    text = guide()
+    exp1, exp2 = script_defaults("exp1_complex_vs_rotate_half"), script_defaults("exp2_relative_position")
+    assert exp1.positions == YARN["original_max_position_embeddings"]
+    assert f"over MiniMind's {exp1.positions} trained positions" in text
+    assert f"all pairs of {exp2.positions} positions" in text
+    assert f"random pairs up to {exp2.far}" in text
+    assert f"shifted by up to {exp2.far - exp2.tokens}" in text
+    exp3 = script_defaults("exp3_long_range_decay")
+    assert (exp3.head_dim, exp3.max_distance) == (64, 32768)
+    assert f"per octave of distance up to {exp3.max_distance}" in text
+
+
+def test_module_06_guide_yarn_changes_short_prompts():
+    """'a 100-token prompt is rotated differently from training': the tables differ at position 100."""
+    assert "a 100-token prompt is rotated differently" in guide()
+    plain_cos, plain_sin = precompute_freqs_cis(head_dim(), 101, base())
+    yarn_cos, yarn_sin = precompute_freqs_cis(head_dim(), mm.MiniMindConfig().max_position_embeddings, base(), YARN)
+    change = torch.atan2(yarn_sin[100] * plain_cos[100] - yarn_cos[100] * plain_sin[100],
+                         yarn_cos[100] * plain_cos[100] + yarn_sin[100] * plain_sin[100]).abs().max().item()
+    assert change > 0.5  # radians: not a rounding difference
+
+
+def test_module_06_guide_precision_facts():
+    text = guide()
+    assert "off by up to about `5e-8 × m` radians" in text
+    positions = torch.arange(1, 32768, dtype=torch.float32)
+    angles32 = torch.outer(positions, rope_inverse_frequencies(head_dim(), base())).double()
+    exact = torch.outer(positions.double(),
+                        base() ** (-torch.arange(0, head_dim(), 2, dtype=torch.float64) / head_dim()))
+    per_position = ((angles32 - exact).abs() / positions.double()[:, None]).max().item()
+    assert 2e-8 < per_position < 5e-8
+    assert "in bfloat16 the position 257 itself rounds to 256" in text
+    assert torch.tensor(257.0).to(torch.bfloat16).item() == 256.0
+    assert torch.equal(torch.arange(257).to(torch.bfloat16).float(), torch.arange(257).float())
+
+
+def test_module_06_notebook_prose_numbers():
+    text = notebook_markdown()
+    assert f"switches on to read {YARN['factor']} times past the length it was trained on" in text
+    assert theta()[0].item() == 1.0 and "Pair 0 turns one radian per position" in text
+    assert f"out to MiniMind's {mm.MiniMindConfig().max_position_embeddings} positions" in text
+    assert "MiniMind uses base 1e6 (its `rope_theta`)" in text and base() == 1e6
+    assert f"for `head_dim` {head_dim()}" in text
+    assert f"so position `{YARN['factor']} m` looks like position `m`" in text
+    assert f"neighbours become {YARN['factor']} times closer in every pair" in text
+    assert f"MiniMind sets it to {YARN['attention_factor']}" in text
+
+
+def test_module_06_quiz_explanation_numbers():
+    th = theta()
+    d = head_dim()
+    text = explanation("pair-count")
+    assert f"{d} / 2 = {d // 2}" in text and f"dimensions i and i + {d // 2}" in text and f"[T, {d}]" in text
+    text = explanation("slowest-wavelength")
+    assert f"{th[-1].item() / 1e-6:.2f} \\times 10^{{-6}}" in text
+    assert f"\\approx {2 * math.pi / th[-1].item() / 1e6:.2f}$ million" in text
+    assert (f"{mm.MiniMindConfig().max_position_embeddings} positions" in text
+            and f"{2 * math.pi:.2f}$ positions" in text)
+    text = explanation("decay-start")
+    assert f"(32 + 1) / 2 = {(d / 2 + 1) / 2:g}" in text and d // 2 == 32
+    text = explanation("larger-base")
+    assert f"{quarter_crossing(1e6) // quarter_crossing(1e4)} times farther out" in text
+    turns = turns_in_training()
+    groups = yarn_groups()
+    low = yarn_correction_dim(YARN["beta_fast"], d, base(), YARN["original_max_position_embeddings"])
+    high = yarn_correction_dim(YARN["beta_slow"], d, base(), YARN["original_max_position_embeddings"])
+    text = explanation("yarn-kept")
+    kept = groups["kept"]
+    assert f"Pairs {kept[0]} to {kept[-1]} turn at least {YARN['beta_fast']} times" in text
+    assert f"(from {turns[0].item():.0f} down to about {turns[kept[-1]].item():.1f} turns)" in text
+    assert f"is {low:.2f}, rounded down to {math.floor(low)}" in text and math.floor(low) == kept[-1]
+    text = explanation("yarn-divided")
+    divided, ramp = groups["divided"], groups["ramp"]
+    assert f"is {high:.1f}, rounded up to {math.ceil(high)}" in text and math.ceil(high) == divided[0]
+    assert f"pairs {divided[0]} to {divided[-1]} turn less than once" in text
+    assert f"(pair {divided[0]} about {turns[divided[0]].item():.2f} times)" in text
+    assert f"Pairs {ramp[0]} to {ramp[-1]} are on the ramp" in text
+    text = explanation("pi-step")
+    assert f"1 / {YARN['factor']} = {1 / YARN['factor']:g} rad" in text and f"{YARN['factor']} times closer" in text
+    assert yarn_inverse_frequencies(d, base(), YARN)[0].item() == 1.0 and "keeps this pair at 1 rad" in text
+    text = explanation("past-trained-length")
+    assert f"about {round(plain_ratio_past_training())} times larger" in text
+    assert f"holds {mm.MiniMindConfig().max_position_embeddings} rows" in text
+    assert f"attention_factor is {YARN['attention_factor']}" in text

@@ -1,0 +1,94 @@
+"""The README tells the truth: its commands exist, its links resolve, its numbers are computed."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import minimind_ref as mm
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def make_targets() -> set[str]:
+    help_text = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"^  ([a-z][a-z-]*)\s", help_text, flags=re.M))
+
+
+def test_quickstart_is_exactly_make_lab_and_make_test():
+    quickstart = README.split("## Quickstart", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"^(make \w+)", quickstart.split("```bash", 1)[1].split("```", 1)[0], flags=re.M)
+    assert commands == ["make lab", "make test"]
+    assert {"lab", "test"} <= make_targets()
+
+
+def test_every_make_command_in_the_readme_is_a_target():
+    mentioned = set(re.findall(r"`make (\w[\w-]*)", README))
+    assert mentioned, "the README names its make targets"
+    assert mentioned <= make_targets(), mentioned - make_targets()
+
+
+def test_ci_runs_the_readme_test_command():
+    assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
+
+
+def test_relative_links_resolve():
+    for target in re.findall(r"\]\(([^)#]+)\)", README):
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+@pytest.mark.parametrize("package, heading", [("minimind_ref", "## The reference implementation"),
+                                              ("labkit", "## The course kit")])
+def test_each_package_table_names_every_file_and_only_files_that_exist(package, heading):
+    section = README.split(heading, 1)[1].split("\n## ", 1)[0]
+    first_cells = re.findall(r"^\| ([^|]+) \|", section, flags=re.M)
+    named = {name for cell in first_cells for name in re.findall(r"`([\w/.]+)`", cell)}
+    for name in named:
+        assert (ROOT / package / name).exists(), f"README names {package}/{name}, which does not exist"
+    on_disk = {path.name for path in (ROOT / package).glob("*.py") if path.name != "__init__.py"}
+    on_disk |= {path.name + "/" for path in (ROOT / package).iterdir()
+                if path.is_dir() and not path.name.startswith(("_", "."))}
+    assert on_disk - named == set(), f"files of {package}/ missing from the README's table"
+
+
+def test_default_model_numbers_are_the_computed_ones():
+    config = mm.MiniMindConfig()
+    model = mm.MiniMindForCausalLM(config)
+    claims = README.split("Defaults are MiniMind2's", 1)[1].split("###", 1)[0]
+    total = sum(p.numel() for p in model.parameters())
+    assert f"{total:,} parameters" in claims
+    assert f"hidden size {config.hidden_size}" in claims
+    assert f"{config.num_hidden_layers} layers" in claims
+    assert f"{config.num_attention_heads} query heads sharing {config.num_key_value_heads} key/value heads" in claims
+    assert f"head size {config.head_dim}" in claims
+    assert f"SwiGLU width of {config.intermediate_size}" in claims
+    assert f"{config.vocab_size}-token vocabulary" in claims
+    assert "RoPE base 1e6" in claims and config.rope_theta == 1e6
+    yarn = mm.MiniMindConfig(inference_rope_scaling=True).rope_scaling
+    assert f"factor {yarn['factor']} over {yarn['original_max_position_embeddings']} trained positions" in claims
+
+
+def test_the_conventions_live_in_the_repository():
+    """CONTRIBUTING.md holds the course's conventions; no file points to a design document that a
+    clone of the course does not contain."""
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "](CONTRIBUTING.md)" in README
+    for section in ("## A module", "## Truth", "## Stored outputs that hold on every machine"):
+        assert section in contributing
+    outside = ("CURRICULUM" + ".md", "../" + "shared/")  # spelled in parts, so this file does not cite them
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix in (".md", ".py", ".json", ".ipynb", ".toml", ".txt", "") and path.is_file():
+            text = path.read_text(errors="ignore")
+            assert not any(cited in text for cited in outside), f"{name} cites a file outside the course"
+
+
+def test_the_ci_checks_a_second_machine_too():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+                     r"MPLBACKEND=Agg", ci)
+    assert re.search(r'^env "\$\{perturbed\[@\]\}" make test$', ci, flags=re.M)

@@ -1,0 +1,143 @@
+"""The attention explorer (explorer.py), driven headless: set its widgets as a learner would and
+read the figure it drew and the top keys it printed; and once in a real kernel, where the figure
+must land in the widget's output area."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless, whatever the environment says
+
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+import minimind_ref as mm  # noqa: E402
+from labkit.course.notebook_runner import execute_notebook  # noqa: E402
+from labkit.explorer import explore, top_keys  # noqa: E402
+from labkit.tiny_data import ByteTokenizer  # noqa: E402
+
+PROMPT = "abcab"  # 5 characters + BOS = 6 tokens
+LABELS = ["<s>", "a", "b", "c", "a", "b"]
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    config = mm.MiniMindConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                               num_key_value_heads=2, vocab_size=257, max_position_embeddings=128)
+    return mm.MiniMindForCausalLM(config).eval()
+
+
+def maps(explorer):
+    return [ax for ax in explorer.figure.axes if ax.images]
+
+
+def weights_of(model, text):
+    ids = torch.tensor([ByteTokenizer().encode(text)])
+    with torch.no_grad():
+        return torch.stack(model(ids, output_attentions=True).attentions)[:, 0]  # [L, H, T, T]
+
+
+def test_it_opens_on_every_layer_and_head_with_token_labels(model):
+    explorer = explore(model, ByteTokenizer(), prompt=PROMPT)
+    axes = maps(explorer)
+    assert len(axes) == 2 * 4
+    assert [t.get_text() for t in axes[-1].get_xticklabels()] == LABELS
+    assert [t.get_text() for t in axes[0].get_yticklabels()] == LABELS
+    assert axes[5].get_title() == "layer 1, head 1"
+    assert explorer.query.max == len(LABELS) - 1 and explorer.query.value == len(LABELS) - 1
+    weights = weights_of(model, PROMPT)
+    torch.testing.assert_close(torch.as_tensor(axes[6].images[0].get_array().data), weights[1, 2].double())
+
+
+def test_the_menus_pick_a_layer_a_head_or_both(model):
+    explorer = explore(model, ByteTokenizer(), prompt=PROMPT)
+    weights = weights_of(model, PROMPT)
+    explorer.layer.value = 1
+    assert [ax.get_title() for ax in maps(explorer)] == [f"layer 1, head {h}" for h in range(4)]
+    explorer.head.value = 3
+    (ax,) = maps(explorer)
+    assert ax.get_title() == "layer 1, head 3"
+    torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array().data), weights[1, 3].double())
+    explorer.layer.value = "all"
+    assert [ax.get_title() for ax in maps(explorer)] == ["layer 0, head 3", "layer 1, head 3"]
+
+
+def test_the_query_slider_moves_the_outline_and_the_top_keys(model):
+    explorer = explore(model, ByteTokenizer(), prompt=PROMPT, layer=0, head=1, top_k=2)
+    weights = weights_of(model, PROMPT)[0, 1]  # [T, T]
+    explorer.query.value = 3
+    (ax,) = maps(explorer)
+    (outline,) = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert outline.get_y() == pytest.approx(3 - 0.5) and outline.get_width() == len(LABELS)
+    expected = top_keys(weights[3], LABELS, 2)
+    assert explorer.top_keys_text.splitlines()[0] == "query 3 'c': the 2 keys it weighs most"
+    line = explorer.top_keys_text.splitlines()[1]
+    assert line == "  layer 0, head 1: " + ", ".join(f"{p} {l!r} {w:.2f}" for p, l, w in expected)
+    assert "&lt;s&gt;" in explore(model, ByteTokenizer(), prompt=PROMPT, layer=0, head=0, query=0).top_keys_html.value
+    explorer.top_k.value = 4
+    assert explorer.top_keys_text.splitlines()[1].count("'") == 2 * 4
+
+
+def test_a_new_prompt_recomputes_the_weights_and_the_slider(model):
+    explorer = explore(model, ByteTokenizer(), prompt=PROMPT, layer=1, head=0)
+    explorer.query.value = 2
+    explorer.prompt.value = "hello world"
+    assert explorer.query.max == len("hello world") and explorer.query.value == len("hello world")
+    (ax,) = maps(explorer)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ByteTokenizer().labels(ByteTokenizer().encode("hello world"))
+    torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array().data),
+                               weights_of(model, "hello world")[1, 0].double())
+    explorer.prompt.value = ""  # BOS alone: one token, still drawn
+    assert explorer.query.max == 0 and len(maps(explorer)) == 1
+
+
+def test_long_prompts_are_cut_and_bad_choices_are_named(model):
+    explorer = explore(model, ByteTokenizer(), prompt="x" * 100, max_tokens=20)
+    assert explorer.weights.shape[-1] == 20
+    with pytest.raises(ValueError, match="layer"):
+        explore(model, ByteTokenizer(), layer=2)
+    with pytest.raises(ValueError, match="head"):
+        explore(model, ByteTokenizer(), head=-1)
+
+
+def test_top_keys_sorts_by_weight():
+    row = torch.tensor([0.1, 0.6, 0.0, 0.3])
+    assert top_keys(row, list("wxyz"), 2) == [(1, "x", pytest.approx(0.6)), (3, "z", pytest.approx(0.3))]
+    assert len(top_keys(row, list("wxyz"), 10)) == 4
+    with pytest.raises(ValueError, match="row"):
+        top_keys(row, list("xyz"))
+
+
+def test_in_a_kernel_the_figure_lands_in_the_widget(tmp_path):
+    source = """
+import torch
+import minimind_ref as mm
+from labkit.explorer import explore
+from labkit.tiny_data import ByteTokenizer
+torch.manual_seed(0)
+model = mm.MiniMindForCausalLM(mm.MiniMindConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                                 vocab_size=257, max_position_embeddings=64)).eval()
+explorer = explore(model, ByteTokenizer(), prompt="abab")
+explorer.head.value = 1
+explorer
+"""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    execute_notebook(notebook, tmp_path)
+    (cell,) = notebook.cells
+    assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    assert not [o for o in cell.outputs if "image/png" in o.get("data", {})], "the figure goes in the widget only"
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in cell.outputs)
+    state = notebook.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    areas = [m["state"].get("outputs", []) for m in state.values() if m["model_name"] == "OutputModel"]
+    (outputs,) = [a for a in areas if a]  # one output area, holding the latest figure only
+    assert len(outputs) == 1 and "image/png" in outputs[0]["data"]

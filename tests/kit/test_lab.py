@@ -1,0 +1,48 @@
+"""`make lab` opens JupyterLab on notebooks/: start the very command it runs, on a free port and
+without a browser, and load the page it serves (loopback only, a few seconds)."""
+
+import re
+import shlex
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fetch_when_listening(url: str, seconds: float) -> str:
+    """The page at `url`; the address is printed a moment before the socket listens, so retry."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as page:
+                return page.read().decode()
+        except urllib.error.URLError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_make_lab_serves_jupyterlab_on_the_notebooks():
+    command = subprocess.run(["make", "-s", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip().splitlines()[-1]
+    assert "jupyter lab notebooks/" in command
+    server = subprocess.Popen(shlex.split(command) + ["--no-browser", "--ServerApp.port=0"], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        serving, url, deadline = None, None, time.monotonic() + 90
+        while time.monotonic() < deadline and url is None:
+            line = server.stderr.readline()
+            if not line and server.poll() is not None:
+                break
+            serving = serving or re.search(r"Serving notebooks from local directory: (\S+)", line)
+            found = re.search(r"(http://127\.0\.0\.1:\d+/lab\?token=\w+)", line)
+            url = found.group(1) if found else None
+        assert serving and Path(serving.group(1)) == ROOT / "notebooks"
+        assert url, "JupyterLab printed no address"
+        assert "JupyterLab" in fetch_when_listening(url, seconds=30)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -1,0 +1,648 @@
+"""The quiz format, its validator, grading, typed answers and the terminal runner (quiz.py).
+
+Every validation rule is checked with its whole message: the message is what an author reads, so
+its wording is part of the contract. The CLI (`make quiz`) is tested in test_course_cli.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from labkit.quiz import (
+    MAX_CHOICES,
+    QUIZ_SCHEMA,
+    Feedback,
+    Question,
+    QuizError,
+    Score,
+    format_number,
+    load_quiz,
+    parse_quiz,
+    parse_response,
+    quiz_text,
+    run_terminal_quiz,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+SAMPLE = {
+    "module": "01_attention_basics",
+    "title": "Attention basics",
+    "description": "Five minutes on scores and softmax.",
+    "questions": [
+        {"id": "scale-factor", "type": "single",
+         "question": "Why are the scores divided by $\\sqrt{d_k}$?",
+         "choices": ["To save memory", "To keep the softmax from saturating", "To make them positive"],
+         "answer": 1, "explanation": "Dot products of random vectors grow like $\\sqrt{d_k}$.",
+         "hint": "Think about the variance of a dot product."},
+        {"id": "which-hold", "type": "multiple", "question": "Which hold for every row of weights?",
+         "choices": ["It sums to 1", "It can hold negative numbers", "Every weight is >= 0"],
+         "answer": [2, 0], "explanation": "Softmax gives positive numbers that sum to 1."},
+        {"id": "param-count", "type": "numeric", "question": "How many weights do Q, K and V hold?",
+         "answer": 786432, "tolerance": 0, "unit": "parameters",
+         "explanation": "Three 512 x 512 matrices: 3 x 262,144."},
+    ],
+}
+SRC = "<quiz>"
+Q1, Q2, Q3 = "<quiz>, question 1 ('scale-factor')", "<quiz>, question 2 ('which-hold')", \
+    "<quiz>, question 3 ('param-count')"
+
+
+def sample() -> dict:
+    return copy.deepcopy(SAMPLE)
+
+
+def problems(data, **kwargs) -> list:
+    """The validator's lines for `data` (which must be invalid)."""
+    with pytest.raises(QuizError) as error:
+        parse_quiz(data, **kwargs)
+    assert str(error.value) == "\n".join(error.value.problems)
+    return list(error.value.problems)
+
+
+def changed(edit) -> dict:
+    data = sample()
+    edit(data)
+    return data
+
+
+# --- the data model ------------------------------------------------------------------------------
+
+def test_a_valid_quiz_parses_into_frozen_dataclasses():
+    quiz = parse_quiz(sample())
+    assert (quiz.module, quiz.title, quiz.description) == (
+        "01_attention_basics", "Attention basics", "Five minutes on scores and softmax.")
+    single, multiple, numeric = quiz.questions
+    assert single == Question("scale-factor", "single", SAMPLE["questions"][0]["question"], 1,
+                              SAMPLE["questions"][0]["explanation"], tuple(SAMPLE["questions"][0]["choices"]),
+                              hint="Think about the variance of a dot product.")
+    assert multiple.answer == (0, 2)  # sorted; the file need not be
+    assert (numeric.answer, numeric.tolerance, numeric.unit, numeric.choices) == (786432, 0, "parameters", ())
+    with pytest.raises(AttributeError):
+        quiz.title = "x"
+
+
+def test_optional_keys_may_be_left_out():
+    data = sample()
+    del data["description"], data["questions"][0]["hint"], data["questions"][2]["unit"]
+    quiz = parse_quiz(data)
+    assert quiz.description is None and quiz.questions[0].hint is None and quiz.questions[2].unit is None
+
+
+# --- validation: every rule, with its message -----------------------------------------------------
+
+TOP = "module, title, description, questions"
+SINGLE_KEYS = "id, type, question, choices, answer, explanation, hint"
+NUMERIC_KEYS = "id, type, question, answer, tolerance, unit, explanation, hint"
+
+RULES = {
+    "top-level-not-object": (lambda d: d.clear(), None),  # replaced below by a list
+    "missing-title": (lambda d: d.pop("title"), f'{SRC}: "title" is missing; add it: the quiz\'s title.'),
+    "unknown-top-key": (lambda d: d.update(titel="x"),
+                        f'{SRC}: unknown key "titel" (did you mean "title"?); the keys allowed at the '
+                        f'top level are: {TOP}.'),
+    "empty-title": (lambda d: d.update(title="  "),
+                    f'{SRC}: "title" must be a non-empty string; found an empty string.'),
+    "description-not-text": (lambda d: d.update(description=3),
+                             f'{SRC}: "description" must be a non-empty string; found the number 3.'),
+    "missing-questions": (lambda d: d.pop("questions"),
+                          f'{SRC}: "questions" is missing; add it: a list of questions.'),
+    "questions-not-list": (lambda d: d.update(questions={}),
+                           f'{SRC}: "questions" must be a list of questions; found an object.'),
+    "no-questions": (lambda d: d.update(questions=[]),
+                     f'{SRC}: "questions" is empty; add at least one question.'),
+    "question-not-object": (lambda d: d["questions"].append("What is attention?"),
+                            f'{SRC}, question 4: a question must be a JSON object {{...}}; found the '
+                            f'string "What is attention?".'),
+    "missing-id": (lambda d: d["questions"][1].pop("id"),
+                   f'{SRC}, question 2: "id" is missing; add it: a short name unique in the file, such '
+                   f'as "scale-factor".'),
+    "bad-id": (lambda d: d["questions"][1].update(id="Which_Hold"),
+               f'{SRC}, question 2 (\'Which_Hold\'): "id" must be lowercase letters, digits and hyphens, '
+               f'starting with a letter or digit, such as "scale-factor"; found the string "Which_Hold".'),
+    "duplicate-id": (lambda d: d["questions"][2].update(id="scale-factor"),
+                     f'{SRC}, question 3 (\'scale-factor\'): the id "scale-factor" is already used by '
+                     f'question 1; ids must be unique.'),
+    "missing-type": (lambda d: d["questions"][0].pop("type"),
+                     f'{Q1}: "type" is missing; add it: "single", "multiple" or "numeric".'),
+    "bad-type": (lambda d: d["questions"][0].update(type="choice"),
+                 f'{Q1}: "type" must be "single", "multiple" or "numeric"; found the string "choice".'),
+    "typo-key": (lambda d: d["questions"][0].update(explaination="x"),
+                 f'{Q1}: unknown key "explaination" (did you mean "explanation"?); the keys allowed in a '
+                 f'"single" question are: {SINGLE_KEYS}.'),
+    "key-of-another-type": (lambda d: d["questions"][2].update(choices=["a", "b"]),
+                            f'{Q3}: unknown key "choices"; the keys allowed in a "numeric" question are: '
+                            f'{NUMERIC_KEYS}.'),
+    "missing-explanation": (lambda d: d["questions"][0].pop("explanation"),
+                            f'{Q1}: "explanation" is missing; add it: why the answer is right, shown '
+                            f'after answering.'),
+    "question-not-text": (lambda d: d["questions"][0].update(question=["Why?"]),
+                          f'{Q1}: "question" must be a non-empty string; found a list.'),
+    "empty-hint": (lambda d: d["questions"][0].update(hint=""),
+                   f'{Q1}: "hint" must be a non-empty string; found an empty string.'),
+    "missing-choices": (lambda d: d["questions"][0].pop("choices"),
+                        f'{Q1}: "choices" is missing; add it: a list of at least 2 answer texts.'),
+    "choices-not-list": (lambda d: d["questions"][0].update(choices="A or B"),
+                         f'{Q1}: "choices" must be a list of texts, such as ["first", "second"]; found '
+                         f'the string "A or B".'),
+    "one-choice": (lambda d: d["questions"][0].update(choices=["Only"], answer=0),
+                   f'{Q1}: "choices" has 1; a question needs at least 2.'),
+    "too-many-choices": (lambda d: d["questions"][0].update(choices=[f"c{i}" for i in range(13)]),
+                         f'{Q1}: "choices" has 13; at most {MAX_CHOICES} (labelled A to L).'),
+    "empty-choice": (lambda d: d["questions"][0]["choices"].__setitem__(2, " "),
+                     f'{Q1}: choice C must be a non-empty string; found an empty string.'),
+    "choice-not-text": (lambda d: d["questions"][0]["choices"].__setitem__(0, 7),
+                        f'{Q1}: choice A must be a non-empty string; found the number 7.'),
+    "duplicate-choices": (lambda d: d["questions"][0]["choices"].__setitem__(2, "To save memory "),
+                          f'{Q1}: choices A and C are the same (the string "To save memory "); make each '
+                          f'choice different.'),
+    "missing-answer": (lambda d: d["questions"][0].pop("answer"),
+                       f'{Q1}: "answer" is missing; add it: the index of the right choice, counting from 0.'),
+    "single-answer-out-of-range": (lambda d: d["questions"][0].update(answer=3),
+                                   f'{Q1}: "answer" is 3 but there are only 3 choices (0 to 2).'),
+    "single-answer-negative": (lambda d: d["questions"][0].update(answer=-1),
+                               f'{Q1}: "answer" is -1; choices are counted from 0 (0 to 2).'),
+    "single-answer-letter": (lambda d: d["questions"][0].update(answer="B"),
+                             f'{Q1}: "answer" must be a choice index, a whole number counting from 0; '
+                             f'found the string "B" (for choice B, write 1).'),
+    "single-answer-bool": (lambda d: d["questions"][0].update(answer=True),
+                           f'{Q1}: "answer" must be a choice index, a whole number counting from 0; found true.'),
+    "single-answer-float": (lambda d: d["questions"][0].update(answer=1.0),
+                            f'{Q1}: "answer" must be a choice index, a whole number counting from 0; '
+                            f'found the number 1.0.'),
+    "single-answer-list": (lambda d: d["questions"][0].update(answer=[1]),
+                           f'{Q1}: "answer" of a "single" question is one index, not a list; for several '
+                           f'right choices use "type": "multiple".'),
+    "multiple-answer-not-list": (lambda d: d["questions"][1].update(answer=0),
+                                 f'{Q2}: "answer" of a "multiple" question must be a list of choice '
+                                 f'indices, such as [0, 2]; found the number 0.'),
+    "multiple-answer-empty": (lambda d: d["questions"][1].update(answer=[]),
+                              f'{Q2}: "answer" is an empty list; list every right choice, such as [0, 2].'),
+    "multiple-answer-out-of-range": (lambda d: d["questions"][1].update(answer=[0, 3]),
+                                     f'{Q2}: "answer" contains 3 but there are only 3 choices (0 to 2).'),
+    "multiple-answer-repeated": (lambda d: d["questions"][1].update(answer=[0, 2, 0]),
+                                 f'{Q2}: "answer" lists 0 more than once; list each right choice once.'),
+    "multiple-answer-not-index": (lambda d: d["questions"][1].update(answer=[0, "C"]),
+                                  f'{Q2}: "answer" must list choice indices, whole numbers counting from 0; '
+                                  f'found the string "C" (for choice C, write 2).'),
+    "numeric-answer-quoted": (lambda d: d["questions"][2].update(answer="786432"),
+                              f'{Q3}: "answer" must be a number; found the string "786432" (write it '
+                              f'without quotes).'),
+    "numeric-answer-nan": (lambda d: d["questions"][2].update(answer=float("nan")),
+                           f'{Q3}: "answer" must be a finite number; found nan.'),
+    "missing-tolerance": (lambda d: d["questions"][2].pop("tolerance"),
+                          f'{Q3}: "tolerance" is missing; add it: how far from the answer still counts '
+                          f'as right; 0 for exact.'),
+    "negative-tolerance": (lambda d: d["questions"][2].update(tolerance=-0.5),
+                           f'{Q3}: "tolerance" is -0.5; it must be 0 or more (0: the answer must be exact).'),
+    "tolerance-not-number": (lambda d: d["questions"][2].update(tolerance=None),
+                             f'{Q3}: "tolerance" must be a number; found null.'),
+    "empty-unit": (lambda d: d["questions"][2].update(unit=""),
+                   f'{Q3}: "unit" must be a non-empty string; found an empty string.'),
+    "tab-from-latex": (lambda d: d["questions"][0].update(explanation="Scale by $\theta$."),
+                       f'{Q1}: "explanation" contains a tab, which is what JSON makes of "\\t": a LaTeX '
+                       f'command such as \\theta, \\tau, \\times or \\text needs two backslashes in the '
+                       f'file ("\\\\theta").'),
+    "form-feed-from-latex": (lambda d: d["questions"][0]["choices"].__setitem__(0, "$\frac{1}{2}$"),
+                             f'{Q1}: choice A contains a form feed, which is what JSON makes of "\\f": a '
+                             f'LaTeX command such as \\frac needs two backslashes in the file ("\\\\frac").'),
+    "newline-in-math": (lambda d: d["questions"][2].update(question="What is $\nabla f$?"),
+                        f'{Q3}: "question" has a line break inside $...$, which is what JSON makes of '
+                        f'"\\n": a LaTeX command such as \\nabla, \\neq or \\nu needs two backslashes in '
+                        f'the file ("\\\\nabla").'),
+}
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r != "top-level-not-object"])
+def test_each_rule_has_its_message(rule):
+    edit, message = RULES[rule]
+    assert message in problems(changed(edit))
+
+
+def test_every_rule_is_refused_alone():
+    """Each broken rule gives exactly its own line (no knock-on messages) except where one mistake
+    is two facts (a renamed key is both unknown and missing)."""
+    for rule, (edit, message) in RULES.items():
+        if rule in ("top-level-not-object", "typo-key"):
+            continue
+        assert problems(changed(edit)) == [message], rule
+
+
+def test_the_top_level_must_be_an_object():
+    assert problems(["not", "a", "quiz"]) == [
+        f'{SRC}: a quiz is one JSON object, {{"module": ..., "title": ..., "questions": [...]}}; '
+        f'found a list.']
+
+
+def test_module_must_equal_the_file_stem():
+    assert problems(sample(), source="quizzes/01_attn.json", stem="01_attn") == [
+        'quizzes/01_attn.json: "module" is "01_attention_basics" but the file is 01_attn.json; they '
+        'must match: set "module" to "01_attn", or rename the file.']
+    assert parse_quiz(sample(), stem="01_attention_basics").module == "01_attention_basics"
+
+
+def test_every_problem_in_a_file_is_reported_together_in_order():
+    data = sample()
+    data["titel"] = data.pop("title")
+    data["questions"][0]["answer"] = 5
+    data["questions"][1]["id"] = "scale-factor"
+    data["questions"][2]["explaination"] = data["questions"][2].pop("explanation")
+    lines = problems(data)
+    assert lines == [
+        f'{SRC}: unknown key "titel" (did you mean "title"?); the keys allowed at the top level are: {TOP}.',
+        f'{SRC}: "title" is missing; add it: the quiz\'s title.',
+        f'{Q1}: "answer" is 5 but there are only 3 choices (0 to 2).',
+        f'{SRC}, question 2 (\'scale-factor\'): the id "scale-factor" is already used by question 1; '
+        f'ids must be unique.',
+        f'{Q3}: unknown key "explaination" (did you mean "explanation"?); the keys allowed in a "numeric" '
+        f'question are: {NUMERIC_KEYS}.',
+        f'{Q3}: "explanation" is missing; add it: why the answer is right, shown after answering.',
+    ]
+
+
+def test_an_answer_is_checked_against_the_choices_even_when_they_have_problems():
+    data = changed(lambda d: d["questions"][0].update(choices=["x", "x"], answer=2))
+    assert problems(data) == [
+        f'{Q1}: choices A and B are the same (the string "x"); make each choice different.',
+        f'{Q1}: "answer" is 2 but there are only 2 choices (0 to 1).',
+    ]
+
+
+# --- loading files --------------------------------------------------------------------------------
+
+@pytest.fixture
+def quizzes(tmp_path, monkeypatch):
+    """A quizzes/ folder in a temporary current folder, so messages name quizzes/NAME.json."""
+    (tmp_path / "quizzes").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "quizzes"
+
+
+def test_load_quiz_reads_a_file_and_names_it_in_messages(quizzes):
+    path = quizzes / "01_attention_basics.json"
+    path.write_text(json.dumps(sample(), indent=2), encoding="utf-8")
+    assert load_quiz(path) == parse_quiz(sample())
+    data = sample()
+    data["questions"][0]["choices"].append("To normalise the keys")
+    data["questions"][0]["answer"] = 4
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    with pytest.raises(QuizError) as error:
+        load_quiz(path)
+    assert str(error.value) == ("quizzes/01_attention_basics.json, question 1 ('scale-factor'): "
+                                '"answer" is 4 but there are only 4 choices (0 to 3).')
+
+
+def test_load_quiz_checks_module_against_the_file_name(quizzes):
+    path = quizzes / "02_qkv.json"
+    path.write_text(json.dumps(sample()), encoding="utf-8")
+    with pytest.raises(QuizError, match=r'^quizzes/02_qkv\.json: "module" is "01_attention_basics" '
+                                        r'but the file is 02_qkv\.json'):
+        load_quiz(path)
+
+
+def test_json_syntax_errors_give_line_and_column(quizzes):
+    path = quizzes / "01_attention_basics.json"
+    path.write_text('{\n  "module": "01_attention_basics"\n  "title": "x"\n}\n')
+    with pytest.raises(QuizError) as error:
+        load_quiz(path)
+    assert str(error.value) == (
+        "quizzes/01_attention_basics.json: not valid JSON at line 3, column 3: Expecting ',' "
+        "delimiter. Look for a missing comma or quote just before this point.")
+
+
+def test_a_single_backslash_latex_command_is_explained(quizzes):
+    path = quizzes / "01_attention_basics.json"
+    path.write_text('{"module": "01_attention_basics", "title": "$\\sqrt{d}$", "questions": []}')
+    with pytest.raises(QuizError) as error:
+        load_quiz(path)
+    assert str(error.value) == (
+        "quizzes/01_attention_basics.json: not valid JSON at line 1, column 46: Invalid \\escape. "
+        'In JSON a backslash starts an escape: write LaTeX commands with two, as in "$\\\\sqrt{d_k}$".')
+
+
+def test_a_key_given_twice_is_refused(quizzes):
+    path = quizzes / "01_attention_basics.json"
+    text = json.dumps(sample(), indent=2).replace('"answer": 1,', '"answer": 1, "answer": 2,', 1)
+    path.write_text(text)
+    with pytest.raises(QuizError) as error:
+        load_quiz(path)
+    assert str(error.value) == ("quizzes/01_attention_basics.json, question 1 ('scale-factor'): "
+                                '"answer" is given more than once; JSON keeps only the last, so '
+                                "remove the others.")
+
+
+def test_a_missing_file_is_one_line(quizzes):
+    with pytest.raises(QuizError, match=r"^quizzes/09_none\.json: no such file\.$"):
+        load_quiz(quizzes / "09_none.json")
+
+
+# --- the JSON Schema ------------------------------------------------------------------------------
+
+def _readme_examples() -> list:
+    """Every ```json block of quizzes/README.md, as a whole quiz (a lone question is wrapped)."""
+    text = (REPO / "quizzes" / "README.md").read_text(encoding="utf-8")
+    quizzes = []
+    for block in re.findall(r"```json\n(.*?)```", text, flags=re.S):
+        data = json.loads(block)
+        if "questions" not in data:
+            data = {"module": "01_example", "title": "Example", "questions": [data]}
+        quizzes.append(data)
+    return quizzes
+
+
+def _repo_quiz_files() -> list:
+    return sorted((REPO / "quizzes").glob("*.json"))
+
+
+def test_the_schema_is_valid_and_accepts_every_valid_quiz():
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(QUIZ_SCHEMA)
+    jsonschema.Draft202012Validator.check_schema(QUIZ_SCHEMA)
+    valid = [sample(), *_readme_examples()]
+    valid += [json.loads(path.read_text(encoding="utf-8")) for path in _repo_quiz_files()]
+    for data in valid:
+        parse_quiz(data)
+        assert not list(validator.iter_errors(data)), data.get("module")
+
+
+@pytest.mark.parametrize("rule", ["unknown-top-key", "typo-key", "key-of-another-type", "one-choice",
+                                  "missing-tolerance", "negative-tolerance", "multiple-answer-empty",
+                                  "bad-id", "bad-type", "single-answer-bool"])
+def test_the_schema_refuses_what_it_can_express(rule):
+    import jsonschema
+
+    data = changed(RULES[rule][0])
+    assert list(jsonschema.Draft202012Validator(QUIZ_SCHEMA).iter_errors(data)), rule
+    problems(data)
+
+
+@pytest.mark.parametrize("rule", ["single-answer-out-of-range", "multiple-answer-out-of-range",
+                                  "duplicate-id", "tab-from-latex"])
+def test_only_the_validator_knows_the_extra_rules(rule):
+    import jsonschema
+
+    data = changed(RULES[rule][0])
+    assert not list(jsonschema.Draft202012Validator(QUIZ_SCHEMA).iter_errors(data)), rule
+    assert problems(data) == [RULES[rule][1]]
+
+
+def test_the_readme_shows_every_question_type_and_its_examples_are_valid():
+    types = {q["type"] for data in _readme_examples() for q in data["questions"]}
+    assert types == {"single", "multiple", "numeric"}
+
+
+# --- grading --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def qs():
+    return parse_quiz(sample()).questions
+
+
+def test_single_choice_grading(qs):
+    single = qs[0]
+    explanation = SAMPLE["questions"][0]["explanation"]
+    assert single.grade(1) == Feedback(True, "Right! The answer is B: To keep the softmax from "
+                                             f"saturating\n{explanation}")
+    assert single.grade(0) == Feedback(False, "Not quite: you chose A. The answer is B: To keep the "
+                                              f"softmax from saturating\n{explanation}")
+
+
+def test_multiple_choice_grading_names_what_was_missed_and_what_was_wrong(qs):
+    multiple = qs[1]
+    tail = "The answers are A and C.\nSoftmax gives positive numbers that sum to 1."
+    assert multiple.grade([2, 0]) == Feedback(True, f"Right! {tail}")
+    assert multiple.grade(i for i in (0, 2)) == Feedback(True, f"Right! {tail}")
+    assert multiple.grade({0}) == Feedback(False, f"Not quite: you missed C. {tail}")
+    assert multiple.grade([0, 1, 2]) == Feedback(False, f"Not quite: B is not right. {tail}")
+    assert multiple.grade([1]) == Feedback(False, f"Not quite: you missed A and C, and B is not right. {tail}")
+    assert multiple.grade([]).correct is False
+
+
+def test_numeric_grading_and_the_tolerance_boundary(qs):
+    numeric = qs[2]
+    tail = "The answer is 786,432 parameters.\nThree 512 x 512 matrices: 3 x 262,144."
+    assert numeric.grade(786432) == Feedback(True, f"Right! {tail}")
+    assert numeric.grade(786432.0).correct
+    assert numeric.grade(786433) == Feedback(False, f"Not quite: you answered 786,433. {tail}")
+    loose = parse_quiz(changed(lambda d: d["questions"][2].update(answer=0.3, tolerance=0.1))).questions[2]
+    assert loose.grade(0.4).correct and loose.grade(0.2).correct  # on the boundary: right
+    assert not loose.grade(0.4001).correct and not loose.grade(0.1999).correct
+    assert loose.grade(0.41).message.startswith(
+        "Not quite: you answered 0.41. The answer is 0.3 parameters (anything within ±0.1 counts).")
+
+
+@pytest.mark.parametrize("index,response", [(0, 3), (0, -1), (0, "B"), (0, True), (1, "AC"),
+                                            (1, [0, 5]), (1, 2), (2, "786432"), (2, float("inf")),
+                                            (2, False)])
+def test_grade_refuses_responses_of_the_wrong_kind(qs, index, response):
+    with pytest.raises(ValueError, match=f"Question '{qs[index].id}' takes"):
+        qs[index].grade(response)
+
+
+@pytest.mark.parametrize("value,text", [(786432, "786,432"), (25829888.0, "25,829,888"), (0.125, "0.125"),
+                                        (1e-5, "1e-05"), (-3, "-3")])
+def test_format_number(value, text):
+    assert format_number(value) == text
+
+
+# --- typed answers --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("index,text,expected", [
+    (0, "b", 1), (0, " B ", 1), (0, "a", 0),
+    (1, "A,C", (0, 2)), (1, "a c", (0, 2)), (1, "AC", (0, 2)), (1, "c, a", (0, 2)), (1, "b", (1,)),
+    (1, "aa", (0,)),
+    (2, "1e-5", 1e-5), (2, "-3", -3), (2, "25_829_888", 25829888), (2, "25,829,888", 25829888),
+    (2, "786432", 786432), (2, "0.125", 0.125), (2, ".5", 0.5), (2, "+2", 2), (2, "1,000.5", 1000.5),
+    (2, "786432 parameters", 786432), (2, "\u22123", -3),
+])
+def test_parse_response_accepts(qs, index, text, expected):
+    value = parse_response(qs[index], text)
+    assert value == expected and type(value) is type(expected)
+
+
+@pytest.mark.parametrize("index,text,message", [
+    (0, "d", "There is no choice D: type one letter, A to C."),
+    (0, "1", "Type the letter of your choice, A to C, not its number."),
+    (0, "A,C", "Type one letter, A to C."),
+    (0, "", "Type one letter, A to C."),
+    (1, "A,D", "There is no choice D: the choices are A to C."),
+    (1, "0,2", "Type the letters of every answer that applies, such as A,C (the choices are A to C)."),
+    (2, "12,34", None), (2, "1,2345", None), (2, "0,5", None), (2, "2_5829_888", None),
+    (2, "25,829_888", None), (2, "nan", None), (2, "inf", None), (2, "0x10", None), (2, "3/4", None),
+    (2, "1 000", None), (2, "e5", None), (2, "", None), (2, "1e999", "1e999 is too large; type a finite number."),
+])
+def test_parse_response_refuses_and_says_what_to_type(qs, index, text, message):
+    with pytest.raises(ValueError) as error:
+        parse_response(qs[index], text)
+    if message is None:
+        advice = ("Type a number, such as 42, -3, 0.125, 1e-5 or 25,829,888 (a point for decimals; "
+                  "commas only between groups of three digits)")
+        message = f"{advice}; got '{text}'." if text else f"{advice}."
+    assert str(error.value) == message
+
+
+def test_two_choices_read_a_or_b():
+    quiz = parse_quiz(changed(lambda d: d["questions"][0].update(choices=["x", "y"], answer=0)))
+    with pytest.raises(ValueError, match=r"^Type one letter, A or B\.$"):
+        parse_response(quiz.questions[0], "xy")
+
+
+# --- plain text -----------------------------------------------------------------------------------
+
+def test_quiz_text_lists_the_questions_without_answers():
+    assert quiz_text(parse_quiz(sample())) == (
+        "Quiz: Attention basics (3 questions)\n"
+        "Five minutes on scores and softmax.\n"
+        "\n"
+        "1. Why are the scores divided by $\\sqrt{d_k}$?\n"
+        "   A. To save memory\n"
+        "   B. To keep the softmax from saturating\n"
+        "   C. To make them positive\n"
+        "\n"
+        "2. Which hold for every row of weights? (choose all that apply)\n"
+        "   A. It sums to 1\n"
+        "   B. It can hold negative numbers\n"
+        "   C. Every weight is >= 0\n"
+        "\n"
+        "3. How many weights do Q, K and V hold? (a number; unit: parameters)")
+
+
+# --- the terminal runner --------------------------------------------------------------------------
+
+class Script:
+    """input_fn that answers from a list, records the prompts, and then raises `end`."""
+
+    def __init__(self, *answers, end=EOFError):
+        self.answers, self.prompts, self.end = list(answers), [], end
+
+    def __call__(self, prompt):
+        self.prompts.append(prompt)
+        if not self.answers:
+            raise self.end()
+        return self.answers.pop(0)
+
+
+def run(*answers, end=EOFError, width=80, data=None):
+    lines = []
+    script = Script(*answers, end=end)
+    score = run_terminal_quiz(parse_quiz(data or sample()), input_fn=script,
+                              print_fn=lambda *a: lines.append(" ".join(map(str, a))), width=width)
+    return score, lines, script
+
+
+HEADER = [
+    "Attention basics",
+    "================",
+    "Five minutes on scores and softmax.",
+    "Type your answer and press Enter: a letter, letters such as A,C, or a number. ? shows a hint, s",
+    "or Enter skips, q quits.",
+]
+
+
+def test_the_runner_grades_re_prompts_hints_and_skips():
+    score, lines, script = run("x", "?", "b", "A", "", width=96)
+    assert score == Score(right=1, answered=2, total=3, skipped=1)
+    assert lines == HEADER + [
+        "",
+        "Question 1 of 3",
+        "Why are the scores divided by $\\sqrt{d_k}$?",
+        "  A. To save memory",
+        "  B. To keep the softmax from saturating",
+        "  C. To make them positive",
+        "There is no choice X: type one letter, A to C.",
+        "Hint: Think about the variance of a dot product.",
+        "Right! The answer is B: To keep the softmax from saturating",
+        "Dot products of random vectors grow like $\\sqrt{d_k}$.",
+        "",
+        "Question 2 of 3",
+        "Which hold for every row of weights?",
+        "  A. It sums to 1",
+        "  B. It can hold negative numbers",
+        "  C. Every weight is >= 0",
+        "(choose all that apply, e.g. A,C)",
+        "Not quite: you missed C. The answers are A and C.",
+        "Softmax gives positive numbers that sum to 1.",
+        "",
+        "Question 3 of 3",
+        "How many weights do Q, K and V hold?",
+        "(a number; unit: parameters)",
+        "Skipped.",
+        "",
+        "Score: 1 of 3 (1 skipped)",
+    ]
+    assert script.prompts == ["Your answer: "] * 5
+
+
+def test_all_right_scores_without_notes():
+    score, lines, _ = run("B", "a,c", "786_432 parameters")
+    assert score == Score(3, 3, 3) and score.not_reached == 0
+    assert lines[-1] == str(score) == "Score: 3 of 3"
+
+
+def test_a_wrong_numeric_answer_is_graded_not_re_asked():
+    score, lines, _ = run("s", "s", "25_829_888")
+    assert score == Score(0, 1, 3, 2)
+    assert "Not quite: you answered 25,829,888. The answer is 786,432 parameters." in lines
+    assert lines[-1] == "Score: 0 of 3 (2 skipped)"
+
+
+def test_no_hint_says_so():
+    _, lines, _ = run("s", "?", "q")
+    assert "There is no hint for this question." in lines
+
+
+@pytest.mark.parametrize("stop", ["q", "quit", "Q"])
+def test_q_quits_with_the_score_so_far(stop):
+    score, lines, script = run("b", stop, "never read")
+    assert score == Score(1, 1, 3)
+    assert lines[-3:] == ["Stopped at question 2 of 3.", "", "Score: 1 of 3 (2 not reached)"]
+    assert script.answers == ["never read"]
+
+
+@pytest.mark.parametrize("end", [EOFError, KeyboardInterrupt])
+def test_end_of_input_and_ctrl_c_quit_cleanly(end):
+    score, lines, _ = run("b", "s", end=end)
+    assert score == Score(1, 1, 3, 1) and score.not_reached == 1
+    assert lines[-4:] == ["", "Stopped at question 3 of 3.", "", "Score: 1 of 3 (1 skipped, 1 not reached)"]
+
+
+def test_text_is_wrapped_to_the_width(monkeypatch):
+    _, lines, _ = run("s", "s", "s", width=30)
+    assert max(map(len, lines)) <= 30
+    assert "  C. To make them positive" in lines
+    assert "  B. To keep the softmax from" in lines and "     saturating" in lines  # hanging indent
+    monkeypatch.setenv("COLUMNS", "40")  # the default width is the terminal's
+    _, lines, _ = run("s", "s", "s", width=None)
+    assert max(map(len, lines)) <= 40
+
+
+def test_the_runner_takes_a_path_and_a_bad_file_raises_before_asking(quizzes):
+    path = quizzes / "01_attention_basics.json"
+    path.write_text(json.dumps(sample()))
+    asked = Script("b")
+    assert run_terminal_quiz(path, input_fn=asked, print_fn=lambda *a: None).right == 1
+    path.write_text("{}")
+    asked = Script()
+    with pytest.raises(QuizError):
+        run_terminal_quiz(str(path), input_fn=asked, print_fn=lambda *a: None)
+    assert asked.prompts == []
+
+
+def test_quiz_check_command(quizzes, capsys):
+    from labkit.quiz import _main
+
+    good, bad = quizzes / "01_attention_basics.json", quizzes / "02_qkv.json"
+    good.write_text(json.dumps(sample()))
+    bad.write_text(json.dumps(sample()))
+    assert _main(["check", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: OK, 3 questions.\n"
+    assert _main(["check", str(good), str(bad)]) == 2
+    assert capsys.readouterr().err.startswith('quizzes/02_qkv.json: "module" is "01_attention_basics"')
+    assert _main(["schema"]) == 0 and json.loads(capsys.readouterr().out) == QUIZ_SCHEMA
+    assert _main([]) == 2

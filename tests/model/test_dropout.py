@@ -1,0 +1,44 @@
+"""Dropout, as MiniMind places it: after the embeddings, after attention's output projection and
+after the feed-forward. It acts in training only; in eval the model skips the calls altogether
+(dropout is the identity there, and generation saves the Python work on every token)."""
+
+from __future__ import annotations
+
+import torch
+from model_factory import random_model, small_config
+
+import minimind_ref as mm
+
+
+def dropout_calls(model, run):
+    calls = []
+    hooks = [m.register_forward_hook(lambda *args: calls.append(1))
+             for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    try:
+        run()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return len(calls)
+
+
+def test_training_applies_every_dropout_and_changes_the_output():
+    config = small_config(dropout=0.3)
+    model = random_model(config, seed=0).train()
+    ids = torch.randint(0, config.vocab_size, (2, 9), generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    first = model(ids).logits
+    assert dropout_calls(model, lambda: model(ids)) == 1 + 2 * config.num_hidden_layers
+    assert not torch.allclose(first, model(ids).logits)
+
+
+def test_eval_skips_dropout_and_matches_a_model_without_it():
+    config = small_config(dropout=0.3)
+    model = random_model(config, seed=0).eval()
+    plain = mm.MiniMindForCausalLM(config.replace(dropout=0.0)).eval()
+    plain.load_state_dict(model.state_dict())
+    ids = torch.randint(0, config.vocab_size, (2, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert dropout_calls(model, lambda: model(ids)) == 0
+        assert torch.equal(model(ids).logits, plain(ids).logits)
+        assert torch.equal(model.generate(ids, 5), plain.generate(ids, 5))
