@@ -5,7 +5,7 @@ An experiment script states one claim in its docstring, shows it in its output a
 exits 1 with a plain sentence when the claim does not hold. The skeleton:
 
     '''Permuting the tokens permutes attention's output: attention has no notion of order.'''
-    from labkit.experiment import Experiment, int_in
+    from labkit import Experiment, int_in
 
     def add_arguments(parser):
         parser.add_argument("--tokens", type=int_in(2, 1024), default=6, help="sequence length")
