@@ -42,10 +42,9 @@ def script_defaults(name: str) -> argparse.Namespace:
 
 
 def exp4_lengths() -> list[int]:
-    """exp4_decode_speed's default cache lengths, whether its parser gives them as text or as a list."""
-    lengths, _ = script_defaults("exp4_decode_speed")
-    lengths = lengths.lengths
-    return sorted(int(n) for n in (lengths.split(",") if isinstance(lengths, str) else lengths))
+    """exp4_decode_speed's default cache lengths (its --lengths flag parses to a list of ints)."""
+    defaults, _ = script_defaults("exp4_decode_speed")
+    return sorted(defaults.lengths)
 
 
 def model_params(config: mm.MiniMindConfig) -> int:
