@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention_inputs import check_attention_args, compute_dtype, default_scale
 from .config import MiniMindConfig
 from .gqa import repeat_kv
 from .kv_cache import KVCache
@@ -46,68 +47,44 @@ def scaled_dot_product_attention(
     v: [B, H_kv, S, D_v], where D_v may differ from D (as in DeepSeek's MLA; torch allows it too).
 
     attn_mask: bool (True = may attend) or float (added to the scores), broadcastable to
-    [B, H, T, S]. is_causal: hide the future, aligned to the bottom right when T < S (query i is
-    the token at position S - T + i; torch's own `is_causal` aligns to the top left). It may be
-    combined with a bool attn_mask. enable_gqa: allow H_kv < H, each KV head serving H / H_kv
-    query heads. Returns the output [B, H, T, D_v], and the weights [B, H, T, S] if asked.
+    [B, H, T, S]. is_causal: hide the future, aligned to the bottom right (query i is the token at
+    position S - T + i, so T <= S; torch's own `is_causal` aligns to the top left). It may be
+    combined with attn_mask. enable_gqa: allow H_kv < H, each KV head serving H / H_kv query heads.
+    float16 and bfloat16 inputs are computed in float32 and rounded back, as torch does on the CPU.
+    Returns the output [B, H, T, D_v], and the weights [B, H, T, S] if asked. What it accepts and
+    refuses: attention_inputs.py.
     """
-    _check_qkv(q, k, v, enable_gqa)
+    check_attention_args("scaled_dot_product_attention", q, k, v, attn_mask, is_causal, scale, dropout_p,
+                         enable_gqa)
     batch, heads, query_len, head_dim = q.shape
     key_len = k.shape[-2]
+    input_dtype, dtype = q.dtype, compute_dtype(q.dtype)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     if k.shape[1] != heads:
         k, v = repeat_kv(k, heads // k.shape[1]), repeat_kv(v, heads // k.shape[1])  # [B, H, S, D]
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
 
-    scores = (q @ k.transpose(-2, -1)) * scale  # [B, H, T, S]: how well each query matches each key
-    visible = _visibility(attn_mask, is_causal, query_len, key_len, q.device, scores.shape)
+    scores = (q @ k.transpose(-2, -1)) * default_scale(scale, head_dim)  # [B, H, T, S]: query-key match
+    visible = _visibility(attn_mask, is_causal, query_len, key_len, q.device)
     if attn_mask is not None and attn_mask.dtype != torch.bool:
-        scores = scores + attn_mask  # additive mask: 0 keeps, -inf hides (a large negative only dims)
+        scores = scores + attn_mask.to(dtype)  # additive mask: 0 keeps, -inf hides (a large negative only dims)
     if visible is not None:
         # finfo.min rather than -inf: a row with nothing visible then softmaxes to a uniform row
         # (no NaN, also in the backward pass), which is zeroed just below.
-        scores = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
-    # softmax in at least float32 (half-precision sums lose the small weights), never below the input
-    softmax_dtype = torch.promote_types(scores.dtype, torch.float32)
-    weights = torch.softmax(scores.to(softmax_dtype), dim=-1).type_as(q)  # [B, H, T, S], rows sum to 1
+        scores = scores.masked_fill(~visible, torch.finfo(dtype).min)
+    weights = torch.softmax(scores, dim=-1)  # [B, H, T, S], each row sums to 1
     if visible is not None:
         weights = weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     output = weights @ v  # [B, H, T, D_v]: each query's weighted average of the values
+    output, weights = output.to(input_dtype), weights.to(input_dtype)
     return (output, weights) if return_weights else output
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, enable_gqa: bool) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.dim() != 4:
-            raise ValueError(f"attention expects {name} as [batch, heads, seq, head_dim], got shape {tuple(t.shape)}.")
-    if k.shape[:-1] != v.shape[:-1]:
-        raise ValueError(
-            f"k and v must agree on batch, heads and length (one value per key), got k "
-            f"{tuple(k.shape)} and v {tuple(v.shape)}; only their last dimension may differ.")
-    if q.shape[0] != k.shape[0] or q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3).")
-    heads, kv_heads = q.shape[1], k.shape[1]
-    if kv_heads != heads:
-        if not enable_gqa:
-            raise ValueError(
-                f"q has {heads} heads but k and v have {kv_heads}: pass enable_gqa=True to share "
-                f"key/value heads across groups of query heads, or repeat them with repeat_kv.")
-        if heads % kv_heads:
-            raise ValueError(f"q's {heads} heads cannot be split into groups over k's {kv_heads} heads.")
-
-
-def _visibility(attn_mask, is_causal, query_len, key_len, device, scores_shape):
+def _visibility(attn_mask, is_causal, query_len, key_len, device):
     """The bool "may attend" mask implied by attn_mask and is_causal, or None if all visible."""
     visible = None
     if attn_mask is not None:
-        try:
-            torch.broadcast_shapes(attn_mask.shape, scores_shape)
-        except RuntimeError:
-            raise ValueError(
-                f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the scores "
-                f"[batch, heads, queries, keys] = {tuple(scores_shape)}.") from None
         # a bool mask hides a key with False, a float mask with -inf
         visible = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
     if is_causal:
@@ -116,22 +93,28 @@ def _visibility(attn_mask, is_causal, query_len, key_len, device, scores_shape):
     return visible
 
 
-def fused_attention(q, k, v, attn_mask=None, is_causal=False, dropout_p=0.0):
-    """torch's fused SDPA with the course's conventions: bottom-right causal alignment and
-    grouped KV heads. q: [B, H, T, D]; k, v: [B, H_kv, S, D]; attn_mask: bool or None."""
+def fused_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropout_p=0.0, enable_gqa=False):
+    """torch's fused SDPA with the course's conventions: bottom-right causal alignment, and the same
+    arguments and checks as `scaled_dot_product_attention`. q: [B, H, T, D]; k, v: [B, H_kv, S, D];
+    attn_mask: bool, float or None."""
+    check_attention_args("fused_attention", q, k, v, attn_mask, is_causal, scale, dropout_p, enable_gqa)
     query_len, key_len = q.shape[-2], k.shape[-2]
-    if is_causal and query_len != key_len:
-        if attn_mask is None and query_len == 1:
-            is_causal = False  # one new token after the cache: it may see every key
+    if attn_mask is not None and attn_mask.dtype != torch.bool:
+        attn_mask = attn_mask.to(q.dtype)  # torch wants a float mask in the queries' dtype
+    if is_causal and query_len == 1 and attn_mask is None:
+        is_causal = False  # one new token after the cache: it may see every key
+    elif is_causal and (query_len != key_len or attn_mask is not None):
+        causal = causal_mask(query_len, key_len, device=q.device)  # bottom right, not torch's top left
+        if attn_mask is None:
+            attn_mask = causal
+        elif attn_mask.dtype == torch.bool:
+            attn_mask = attn_mask & causal
         else:
-            causal = causal_mask(query_len, key_len, device=q.device)
-            attn_mask = causal if attn_mask is None else attn_mask & causal
-            is_causal = False
-    elif is_causal and attn_mask is not None:
-        attn_mask, is_causal = attn_mask & causal_mask(query_len, key_len, device=q.device), False
+            attn_mask = attn_mask.masked_fill(~causal, -math.inf)
+        is_causal = False
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p,
-        enable_gqa=k.shape[1] != q.shape[1])
+        scale=None if scale is None else default_scale(scale, q.shape[-1]), enable_gqa=enable_gqa)
 
 
 class Attention(nn.Module):
@@ -185,7 +168,7 @@ class Attention(nn.Module):
         is_causal = attn_mask is None
         weights = None
         if self.use_fused and not output_attentions:
-            out = fused_attention(q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p)
+            out = fused_attention(q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p, enable_gqa=True)
         else:
             out, weights = scaled_dot_product_attention(
                 q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p, enable_gqa=True,

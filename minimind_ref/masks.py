@@ -21,9 +21,9 @@ import torch
 
 def causal_mask(query_len: int, key_len: int, device: torch.device | str | None = None) -> torch.Tensor:
     """[T, S] bool, bottom-right aligned: query i may see key j when j <= i + (S - T)."""
-    if query_len < 1 or key_len < query_len:
+    if query_len < 0 or key_len < query_len:
         raise ValueError(
-            f"causal_mask needs 1 <= query_len <= key_len (queries are the last tokens of the keys), "
+            f"causal_mask needs 0 <= query_len <= key_len (queries are the last tokens of the keys), "
             f"got query_len={query_len}, key_len={key_len}.")
     offset = key_len - query_len
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(diagonal=offset)

@@ -22,13 +22,20 @@ numbers tile by tile:
 On a GPU the point is that a tile fits in on-chip SRAM, so the big matrices never travel to and
 from HBM. Here, on a CPU, the same structure keeps the memory footprint linear in T.
 
-Conventions, shared with `minimind_ref.scaled_dot_product_attention`:
-- q: [B, H, T, D]; k, v: [B, H, S, D]; output [B, H, T, D]; lse [B, H, T] (natural log);
+Conventions, shared with `minimind_ref.scaled_dot_product_attention` (the same arguments, checked
+by the same `minimind_ref.attention_inputs.check_attention_args`):
+- q: [B, H, T, D]; k: [B, H_kv, S, D]; v: [B, H_kv, S, D_v] (H_kv < H with enable_gqa=True);
+  output [B, H, T, D_v];
+  lse [B, H, T] (natural log);
 - causal masks are aligned to the bottom right (FlashAttention-2's choice, and masks.causal_mask's):
   query i is the token at position i + S - T and sees keys 0 .. i + S - T. With a KV cache
   (T < S) the new tokens see all the cached ones;
-- a row that sees no key at all (causal with T > S: the first T - S rows) gets output 0 and
-  lse -inf, never NaN, as explicit attention gives for a row whose keys are all masked.
+- attn_mask (bool, or float added to the scores) is applied tile by tile, as a slice of its
+  broadcast view: nothing [T, S] is materialised that was not passed in;
+- a row whose keys are all masked gets output 0 and lse -inf, never NaN, as explicit attention
+  gives it (torch's SDPA gives 0 too);
+- float16 and bfloat16 are computed in float32 (FlashAttention's kernels also keep the running
+  maximum, sum and output in float32) and rounded back at the end.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ import math
 
 import torch
 from torch.autograd.function import once_differentiable
+
+from ..attention_inputs import check_attention_args, compute_dtype, default_scale
+from ..gqa import repeat_kv
 
 __all__ = ["DEFAULT_BLOCK_K", "DEFAULT_BLOCK_Q", "flash_attention", "key_tiles"]
 
@@ -48,27 +58,55 @@ def flash_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
     is_causal: bool = False,
     scale: float | None = None,
+    enable_gqa: bool = False,
     block_q: int = DEFAULT_BLOCK_Q,
     block_k: int = DEFAULT_BLOCK_K,
     return_lse: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Exact attention softmax(q k^T * scale) v, computed by tiles. q: [B, H, T, D]; k, v: [B, H, S, D].
+    """Exact attention softmax(q k^T * scale) v, by tiles. q: [B, H, T, D]; k: [B, H_kv, S, D]; v: [B, H_kv, S, D_v].
 
-    is_causal: hide the future, bottom-right aligned (query i sees keys up to i + S - T).
+    attn_mask: bool (True = may attend) or float (added to the scores), broadcastable to [B, H, T, S].
+    is_causal: hide the future, bottom-right aligned (query i sees keys up to i + S - T; T <= S).
     scale: multiplies the scores; 1/sqrt(D) by default.
+    enable_gqa: let groups of query heads share a key/value head (H a multiple of H_kv).
     block_q, block_k: the tile sizes, queries x keys. Any positive sizes give the same result
         (up to float rounding); they only change speed and the size of the one score tile alive
         at a time, [B, H, block_q, block_k].
     return_lse: also return the log-sum-exp of each row's scaled scores, [B, H, T].
     Differentiable in q, k and v (and through lse): the backward pass recomputes the scores.
     """
-    check_inputs("flash_attention", q, k, v, is_causal, scale, block_q, block_k)
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    out, lse = _FlashAttention.apply(q, k, v, is_causal, float(scale), block_q, block_k)
+    check_inputs("flash_attention", q, k, v, attn_mask, is_causal, scale, enable_gqa, block_q, block_k)
+    q, k, v, attn_mask, input_dtype = prepare_inputs(q, k, v, attn_mask)
+    out, lse = _FlashAttention.apply(q, k, v, attn_mask, is_causal, default_scale(scale, q.shape[-1]), block_q,
+                                     block_k)
+    out = out.to(input_dtype)
     return (out, lse) if return_lse else out
+
+
+def prepare_inputs(q, k, v, attn_mask):
+    """What both FlashAttention versions compute on: shared key/value heads repeated for each query
+    head, half precision raised to float32, and the mask as a [B, H, T, S] view (a broadcast, no
+    copy) that each tile slices. Returns q, k, v, the mask (or None) and the dtype to return in."""
+    input_dtype, dtype = q.dtype, compute_dtype(q.dtype)
+    if k.shape[1] != q.shape[1]:
+        k, v = repeat_kv(k, q.shape[1] // k.shape[1]), repeat_kv(v, q.shape[1] // k.shape[1])
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    if attn_mask is not None:
+        if attn_mask.dtype != torch.bool:
+            attn_mask = attn_mask.to(dtype)
+        attn_mask = attn_mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+    return q, k, v, attn_mask, input_dtype
+
+
+def apply_mask(scores, attn_mask, rows: slice, keys: slice):
+    """A score tile with its slice of attn_mask applied: bool hides with -inf, float is added."""
+    if attn_mask is None:
+        return scores
+    tile = attn_mask[..., rows, keys]
+    return scores.masked_fill(~tile, -math.inf) if tile.dtype == torch.bool else scores + tile
 
 
 def key_tiles(row_start: int, row_end: int, key_len: int, query_len: int, block_k: int,
@@ -105,9 +143,10 @@ class _FlashAttention(torch.autograd.Function):
     """Forward by tiles; backward by recomputing each tile's probabilities from the saved lse."""
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal, scale, block_q, block_k):
-        out, lse = _forward(q, k, v, is_causal, scale, block_q, block_k)
+    def forward(ctx, q, k, v, attn_mask, is_causal, scale, block_q, block_k):
+        out, lse = _forward(q, k, v, attn_mask, is_causal, scale, block_q, block_k)
         ctx.save_for_backward(q, k, v, out, lse)  # O(T + S) numbers per head: no [T, S] matrix is kept
+        ctx.attn_mask = attn_mask  # what was passed in (or a broadcast view of it), never a new [T, S]
         ctx.settings = (is_causal, scale, block_q, block_k)
         return out, lse
 
@@ -117,16 +156,16 @@ class _FlashAttention(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         if grad_out is None:
             grad_out = torch.zeros_like(out)
-        dq, dk, dv = _backward(q, k, v, out, lse, grad_out, grad_lse, *ctx.settings)
-        return dq, dk, dv, None, None, None, None
+        dq, dk, dv = _backward(q, k, v, out, lse, grad_out, grad_lse, ctx.attn_mask, *ctx.settings)
+        return dq, dk, dv, None, None, None, None, None
 
 
-def _forward(q, k, v, is_causal, scale, block_q, block_k):
+def _forward(q, k, v, attn_mask, is_causal, scale, block_q, block_k):
     """The online softmax, one query tile at a time. Every tensor keeps its [B, H] batch dimensions:
     each head is an independent attention problem, and one matrix product serves them all."""
     query_len, key_len = q.shape[-2], k.shape[-2]
     offset = key_len - query_len  # query i is the token at position i + offset
-    out = torch.empty_like(q)  # [B, H, T, D]
+    out = q.new_empty(*q.shape[:-1], v.shape[-1])  # [B, H, T, D_v]
     lse = q.new_empty(q.shape[:-1])  # [B, H, T]
 
     for row_start in range(0, query_len, block_q):
@@ -134,10 +173,11 @@ def _forward(q, k, v, is_causal, scale, block_q, block_k):
         q_tile = q[..., row_start:row_end, :] * scale  # [B, H, rows, D]
         m = q.new_full(q_tile.shape[:-1], -math.inf)  # running maximum of each row's scores
         l = q.new_zeros(q_tile.shape[:-1])  # running sum of exp(score - m)
-        acc = torch.zeros_like(q_tile)  # running sum of exp(score - m) * v
+        acc = q.new_zeros(*q_tile.shape[:-1], v.shape[-1])  # running sum of exp(score - m) * v
 
         for key_start, key_end, needs_mask in key_tiles(row_start, row_end, key_len, query_len, block_k, is_causal):
             scores = q_tile @ k[..., key_start:key_end, :].transpose(-2, -1)  # [B, H, rows, cols]
+            scores = apply_mask(scores, attn_mask, slice(row_start, row_end), slice(key_start, key_end))
             if needs_mask:
                 scores = scores.masked_fill(future_mask(row_start, row_end, key_start, key_end, offset, q.device),
                                             -math.inf)
@@ -158,7 +198,7 @@ def _forward(q, k, v, is_causal, scale, block_q, block_k):
     return out, lse
 
 
-def _backward(q, k, v, out, lse, grad_out, grad_lse, is_causal, scale, block_q, block_k):
+def _backward(q, k, v, out, lse, grad_out, grad_lse, attn_mask, is_causal, scale, block_q, block_k):
     """Gradients by tiles, FlashAttention-2's Algorithm 2.
 
     With P = softmax(S), S = scale * q k^T: dV = P^T dO; dP = dO V^T; dS = P * (dP - delta) with
@@ -180,7 +220,7 @@ def _backward(q, k, v, out, lse, grad_out, grad_lse, is_causal, scale, block_q, 
         q_tile, d_out = q[..., rows, :], grad_out[..., rows, :]
         for key_start, key_end, needs_mask in key_tiles(row_start, rows.stop, key_len, query_len, block_k, is_causal):
             keys = slice(key_start, key_end)
-            scores = (q_tile @ k[..., keys, :].transpose(-2, -1)) * scale
+            scores = apply_mask((q_tile @ k[..., keys, :].transpose(-2, -1)) * scale, attn_mask, rows, keys)
             if needs_mask:
                 scores = scores.masked_fill(future_mask(row_start, rows.stop, key_start, key_end, offset, q.device),
                                             -math.inf)
@@ -193,35 +233,9 @@ def _backward(q, k, v, out, lse, grad_out, grad_lse, is_causal, scale, block_q, 
     return dq, dk, dv
 
 
-def check_inputs(caller, q, k, v, is_causal, scale, block_q, block_k):
-    """Refuse, by name, what the tiled algorithm cannot compute (shared with flash_attention_fast)."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{caller}: {name} must be a torch.Tensor, got {type(t).__name__}.")
-        if t.dim() != 4:
-            raise ValueError(f"{caller} expects {name} as [batch, heads, seq, head_dim], got shape {tuple(t.shape)}.")
-        if t.dtype not in (torch.float32, torch.float64):
-            raise TypeError(
-                f"{caller} computes in float32 or float64; {name} is {t.dtype}. Convert with .float() "
-                f"(half-precision tiles would need float32 accumulators, which this teaching version leaves out).")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"{caller}: q, k and v must share a dtype, got {q.dtype}, {k.dtype} and {v.dtype}.")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"{caller}: q, k and v must be on one device, got {q.device}, {k.device} and {v.device}.")
-    if k.shape != v.shape:
-        raise ValueError(f"{caller}: k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}.")
-    if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
-        raise ValueError(
-            f"{caller}: q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3).")
-    if q.shape[1] != k.shape[1]:
-        raise ValueError(
-            f"{caller}: q has {q.shape[1]} heads but k and v have {k.shape[1]}: it needs one key/value head per "
-            f"query head; share grouped heads first with minimind_ref.repeat_kv.")
-    if not isinstance(is_causal, bool):
-        raise TypeError(f"{caller}: is_causal must be True or False, got {is_causal!r}.")
+def check_inputs(caller, q, k, v, attn_mask, is_causal, scale, enable_gqa, block_q, block_k):
+    """What attention accepts (attention_inputs.py, shared with the explicit path), and tile sizes."""
+    check_attention_args(caller, q, k, v, attn_mask, is_causal, scale, 0.0, enable_gqa)
     for name, size in (("block_q", block_q), ("block_k", block_k)):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"{caller}: {name} (a tile size) must be a positive int, got {size!r}.")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                              or not math.isfinite(scale)):
-        raise ValueError(f"{caller}: scale must be a finite number or None (for 1/sqrt(head_dim)), got {scale!r}.")

@@ -24,7 +24,9 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, check_inputs, key_tiles
+from ..attention_inputs import default_scale
+from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, check_inputs, key_tiles, prepare_inputs
+from .flash_attention import _FlashAttention as _ReadableFlashAttention
 
 __all__ = ["flash_attention_fast"]
 
@@ -56,7 +58,9 @@ def flash_attention_fast(
     block_k: int = DEFAULT_BLOCK_K,
     return_lse: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """flash_attention, faster: the same arguments, the same results up to float rounding.
+    """flash_attention, faster: the same results up to float rounding, for the arguments it takes.
+    It takes no attn_mask and no enable_gqa (its lazy running maximum starts at a key each row is
+    sure to see, which an arbitrary mask could hide), and values as wide as keys.
 
     Exact attention softmax(q k^T * scale) v, computed by tiles. q: [B, H, T, D]; k, v: [B, H, S, D].
 
@@ -68,11 +72,32 @@ def flash_attention_fast(
     return_lse: also return the log-sum-exp of each row's scaled scores, [B, H, T].
     Differentiable in q, k and v (and through lse): the backward pass recomputes the scores.
     """
-    check_inputs("flash_attention_fast", q, k, v, is_causal, scale, block_q, block_k)
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    out, lse = _FlashAttention.apply(q, k, v, bool(is_causal), float(scale), int(block_q), int(block_k))
+    check_inputs("flash_attention_fast", q, k, v, None, is_causal, scale, False, block_q, block_k)
+    if k.shape[-1] != v.shape[-1]:
+        raise ValueError(
+            f"flash_attention_fast: values must be as wide as keys (head_dim {k.shape[-1]}), got v "
+            f"{tuple(v.shape)}; flash_attention (the readable version) accepts other widths.")
+    q, k, v, _, input_dtype = prepare_inputs(q, k, v, None)
+    scale = default_scale(scale, q.shape[-1])
+    if _folding_is_inexact(q, k, scale):
+        # Scores so large that float rounding of the folded shift (q.k - m in one product) could
+        # exceed TAU: the readable version subtracts the maximum exactly, so it is used instead.
+        out, lse = _ReadableFlashAttention.apply(q, k, v, None, is_causal, scale, block_q, block_k)
+    else:
+        out, lse = _FlashAttention.apply(q, k, v, is_causal, scale, block_q, block_k)
+    out = out.to(input_dtype)
     return (out, lse) if return_lse else out
+
+
+def _folding_is_inexact(q, k, scale) -> bool:
+    """Whether the folded product (q * scale, -m) . (k, 1) = scale * q.k - m could be off by more
+    than 1 in the exponent. Its rounding error is at most about (D + 1) * eps * (|scale * q.k| + |m|),
+    and by Cauchy-Schwarz |q.k| <= |q| |k|; at ordinary sizes the bound is about 1e-4."""
+    if q.numel() == 0 or k.numel() == 0:
+        return False
+    with torch.no_grad():  # a bound, not part of the result: nothing for autograd to keep
+        largest = abs(scale) * q.norm(dim=-1).max() * k.norm(dim=-1).max()
+    return bool(2 * (q.shape[-1] + 1) * torch.finfo(q.dtype).eps * largest > 1.0)
 
 
 class _FlashAttention(torch.autograd.Function):

@@ -94,7 +94,7 @@ def test_gqa_equals_torch_enable_gqa_and_repeated_heads(kv_heads):
     assert close(with_gqa, repeated)
     ours = mm.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
     assert close(ours, with_gqa) and close(ours, repeated)
-    assert close(mm.fused_attention(q, k, v, is_causal=True), with_gqa)
+    assert close(mm.fused_attention(q, k, v, is_causal=True, enable_gqa=True), with_gqa)
 
 
 def test_repeat_kv_equals_repeat_interleave():
@@ -271,7 +271,7 @@ def test_refuses_head_mismatch_without_enable_gqa():
 
 def test_refuses_heads_not_divisible():
     q, k, v = qkv(heads=6, kv_heads=4)
-    with pytest.raises(ValueError, match=r"6 heads cannot be split into groups over k's 4 heads"):
+    with pytest.raises(ValueError, match=r"6 heads cannot be split into equal groups over k's 4 heads"):
         mm.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
 

@@ -44,7 +44,7 @@ def test_causal_mask_square_is_lower_triangular():
     assert torch.equal(causal_mask(3, 3), torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
 
 
-@pytest.mark.parametrize("query_len,key_len", [(0, 3), (4, 3)])
+@pytest.mark.parametrize("query_len,key_len", [(-1, 3), (4, 3)])
 def test_causal_mask_refuses_more_queries_than_keys(query_len, key_len):
     with pytest.raises(ValueError, match="query_len"):
         causal_mask(query_len, key_len)
