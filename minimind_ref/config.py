@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,14 @@ MINIMIND_YARN: dict[str, Any] = {
 }
 
 _YARN_KEYS = set(MINIMIND_YARN)
+
+# The fields by type, for MiniMindConfig's checks.
+_POSITIVE_INTS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                  "head_dim", "intermediate_size", "vocab_size", "max_position_embeddings")
+_DERIVABLE = ("head_dim", "intermediate_size")  # None means: derive from the others
+_IDS = ("bos_token_id", "eos_token_id")
+_NUMBERS = ("rope_theta", "rms_norm_eps", "dropout", "initializer_range")
+_BOOLS = ("inference_rope_scaling", "flash_attn", "tie_word_embeddings", "qk_norm")
 
 
 def minimind_intermediate_size(hidden_size: int) -> int:
@@ -102,15 +111,7 @@ class MiniMindConfig:
 
     # -- validation -------------------------------------------------------------------------
     def _validate_sizes(self) -> None:
-        for name in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "num_key_value_heads", "vocab_size", "max_position_embeddings"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
-        for name in ("head_dim", "intermediate_size"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer or None (derived), got {value!r}.")
+        self._validate_types()
         h, kv = self.num_attention_heads, self.num_key_value_heads
         if kv > h:
             raise ConfigError(
@@ -129,12 +130,43 @@ class MiniMindConfig:
                 f"or set head_dim explicitly.")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}.")
-        if not self.rope_theta > 1.0:
-            raise ConfigError(f"rope_theta must be greater than 1, got {self.rope_theta!r}.")
-        if not self.rms_norm_eps > 0.0:
-            raise ConfigError(f"rms_norm_eps must be positive, got {self.rms_norm_eps!r}.")
+        if not 1.0 < self.rope_theta < math.inf:
+            raise ConfigError(
+                f"rope_theta must be a finite number greater than 1 (MiniMind uses 1e6), got {self.rope_theta!r}.")
+        for name in ("rms_norm_eps", "initializer_range"):
+            if not 0.0 < getattr(self, name) < math.inf:
+                raise ConfigError(f"{name} must be a finite positive number, got {getattr(self, name)!r}.")
+        for name in ("bos_token_id", "eos_token_id"):
+            if not 0 <= getattr(self, name) < self.vocab_size:
+                raise ConfigError(
+                    f"{name} ({getattr(self, name)}) must be a token id in [0, vocab_size={self.vocab_size}).")
         if self.hidden_act != "silu":
             raise ConfigError(f"hidden_act must be 'silu' (SwiGLU, as MiniMind), got {self.hidden_act!r}.")
+
+    def _validate_types(self) -> None:
+        """Every field has the type it claims: a string "1e6" is not a number, "False" is not a
+        bool (a non-empty string is truthy, so tie_word_embeddings="False" would tie)."""
+        for name in _POSITIVE_INTS:
+            value = getattr(self, name)
+            if value is None and name in _DERIVABLE:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                derived = " or None (derived)" if name in _DERIVABLE else ""
+                raise ConfigError(f"{name} must be a positive integer{derived}, got {value!r}.")
+        for name in _IDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{name} must be an integer token id, got {value!r}.")
+        for name in _NUMBERS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ConfigError(f"{name} must be a number, got {type(value).__name__} {value!r}.")
+        for name in _BOOLS:
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ConfigError(f"{name} must be True or False, got {type(value).__name__} {value!r}.")
+        if not isinstance(self.hidden_act, str):
+            raise ConfigError(f"hidden_act must be the string 'silu', got {self.hidden_act!r}.")
 
     def _validate_derived(self) -> None:
         if self.head_dim % 2:
@@ -167,6 +199,10 @@ def _validated_rope_scaling(rope_scaling: dict) -> dict:
         raise ConfigError(
             f"rope_scaling has unknown keys {sorted(unknown)}; MiniMind's YaRN uses {sorted(_YARN_KEYS)}.")
     merged = {**MINIMIND_YARN, **rope_scaling}
+    for key in ("factor", "beta_fast", "beta_slow", "attention_factor"):
+        value = merged[key]
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise ConfigError(f"rope_scaling[{key!r}] must be a finite number, got {value!r}.")
     if merged["type"] != "yarn":
         raise ConfigError(f"rope_scaling['type'] must be 'yarn', got {merged['type']!r}.")
     if not merged["factor"] >= 1:

@@ -36,7 +36,7 @@ def padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def check_attention_mask(attention_mask: torch.Tensor, batch_size: int | None = None,
-                         key_len: int | None = None) -> None:
+                         key_len: int | None = None, cached: int = 0) -> None:
     """Refuse a padding mask that cannot be right, saying what was expected."""
     if not isinstance(attention_mask, torch.Tensor):
         raise TypeError(f"attention_mask must be a torch.Tensor of 0/1, got {type(attention_mask).__name__}.")
@@ -48,9 +48,14 @@ def check_attention_mask(attention_mask: torch.Tensor, batch_size: int | None = 
         raise ValueError(
             f"attention_mask has batch size {attention_mask.shape[0]} but input_ids has {batch_size}.")
     if key_len is not None and attention_mask.shape[1] != key_len:
+        if cached:
+            raise ValueError(
+                f"attention_mask covers {attention_mask.shape[1]} positions but attention sees {key_len} keys "
+                f"({cached} cached + {key_len - cached} new tokens): with a KV cache, the mask must cover the "
+                f"cached tokens too.")
         raise ValueError(
-            f"attention_mask covers {attention_mask.shape[1]} positions but attention sees {key_len} "
-            f"keys (cached tokens + new tokens): with a KV cache, the mask must cover the cached tokens too.")
+            f"attention_mask covers {attention_mask.shape[1]} positions but there are {key_len} tokens: "
+            f"it needs one 1/0 entry per token of input_ids.")
     if attention_mask.dtype != torch.bool and not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (token).")
 

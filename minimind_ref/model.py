@@ -252,8 +252,9 @@ def check_inputs(config: MiniMindConfig, input_ids, attention_mask=None, past_ke
     if input_ids.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"input_ids must hold integer token ids (int64), got dtype {input_ids.dtype}.")
     batch, seq_len = input_ids.shape
-    if seq_len == 0:
-        raise ValueError("input_ids is empty: give at least one token per sequence.")
+    if batch == 0 or seq_len == 0:
+        raise ValueError(
+            f"input_ids has shape {tuple(input_ids.shape)}: give at least one sequence of at least one token.")
     low, high = int(input_ids.min()), int(input_ids.max())
     if low < 0 or high >= config.vocab_size:
         raise ValueError(f"input_ids must lie in [0, vocab_size={config.vocab_size}), got values from {low} to {high}.")
@@ -262,7 +263,7 @@ def check_inputs(config: MiniMindConfig, input_ids, attention_mask=None, past_ke
         past_key_values.check_input(batch, seq_len)
         past_len = past_key_values.get_seq_length()
     if attention_mask is not None:
-        check_attention_mask(attention_mask, batch_size=batch, key_len=past_len + seq_len)
+        check_attention_mask(attention_mask, batch_size=batch, key_len=past_len + seq_len, cached=past_len)
     max_pos = config.max_position_embeddings
     if position_ids is None:
         if past_len + seq_len > max_pos:
@@ -286,3 +287,15 @@ def check_labels(labels, input_ids, logits_to_keep: int, vocab_size: int) -> Non
         raise ValueError(f"labels must have the shape of input_ids {tuple(input_ids.shape)}, got {shape}.")
     if logits_to_keep:
         raise ValueError("labels need logits at every position: leave logits_to_keep at 0.")
+    if labels.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"labels must hold integer token ids (int64), got dtype {labels.dtype}.")
+    outside = (labels != -100) & ((labels < 0) | (labels >= vocab_size))
+    if bool(outside.any()):
+        row, col = (int(i) for i in outside.nonzero()[0])
+        raise ValueError(
+            f"labels must be token ids in [0, vocab_size={vocab_size}) or -100 (skip this position); "
+            f"labels[{row}, {col}] is {int(labels[row, col])}.")
+    if not bool((labels[:, 1:] != -100).any()):
+        raise ValueError(
+            "every label that is predicted (positions 1 and later: position 0 has no token before it) is "
+            "-100, so the loss would average over no position (NaN): leave at least one label unmasked.")
