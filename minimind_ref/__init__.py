@@ -9,6 +9,7 @@ Each concept lives in its own file, named after it, and each file says which mod
     gqa.py          repeat_kv: shared key/value heads                   (module 04)
     masks.py        causal, padding and sliding-window masks            (module 05)
     attention.py    explicit and fused attention, the Attention layer   (modules 01-05)
+    attention_inputs.py  what every attention path accepts, checked once (explicit, fused, flash)
     kv_cache.py     the KV cache                                        (module 07)
     sampling.py     choosing the next token
     model.py        MiniMindForCausalLM: the whole model and generate()
