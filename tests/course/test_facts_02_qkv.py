@@ -144,3 +144,43 @@ def test_module_02_quiz_explanation_numbers():
     text = quiz["tied-ceiling"].explanation
     values = EXP3.NUM_VALUES
     assert f"1/2 + 1/2 x 1/{values} = 1/2 + 1/{2 * values} = {0.5 + 0.5 / values:g}" in text
+
+
+def test_values_may_be_narrower_or_wider_than_keys():
+    """Correction (issue 16): minimind_ref's attention accepts D_v != D and equals torch's SDPA."""
+    import torch
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 4, 5, 8, generator=generator), torch.randn(2, 4, 7, 8, generator=generator)
+    for value_width in (3, 8, 12):
+        v = torch.randn(2, 4, 7, value_width, generator=generator)
+        plain = mm.scaled_dot_product_attention(q, k, v)
+        assert plain.shape == (2, 4, 5, value_width)
+        assert torch.allclose(plain, F.scaled_dot_product_attention(q, k, v), atol=1e-6)
+    guide = flat((ROOT / "modules" / "02_qkv" / "README.md").read_text())
+    assert "`v` may be narrower or wider than `k`" in guide
+    assert "requires `v` to be as wide" not in guide
+    assert "and so does `minimind_ref`'s" in markdown_of_notebook()
+    assert "would refuse these values" not in markdown_of_notebook()
+    assert "requires values as wide as keys" not in code_of_notebook()
+
+
+def test_tied_scores_guarantee_only_the_global_maximum_on_the_diagonal():
+    """Correction (issue 16): with W_k = W_q the matrix's largest score is on the diagonal (in
+    the longest query's row), but a row's own largest entry need not be: the summary says so."""
+    import torch
+
+    off_diagonal_rows = 0
+    for seed in range(20):
+        generator = torch.Generator().manual_seed(seed)
+        q = torch.randn(5, 4, generator=generator) * torch.rand(5, 1, generator=generator)
+        scores = q @ q.T / 2.0
+        assert scores.max() == scores.diagonal().max()
+        longest = scores.diagonal().argmax()
+        assert scores[longest].argmax() == longest
+        off_diagonal_rows += int((scores.argmax(dim=-1) != torch.arange(5)).sum())
+    assert off_diagonal_rows > 0  # so "each row peaks on its diagonal" would be false
+    summary = flat(notebook_cells()[59].source)
+    assert "largest score of the whole matrix on the diagonal" in summary
+    assert "the largest entries on the diagonal" not in summary
