@@ -236,5 +236,5 @@ def test_minimind3_cache_sentence(memory):
     per_token = memory.cache_bytes(three.num_hidden_layers, three.num_key_value_heads, three.head_dim, 2)
     old = memory.cache_bytes(two.num_hidden_layers, two.num_key_value_heads, two.head_dim, 2)
     assert (f"{three.num_hidden_layers} layers, {three.num_key_value_heads} KV heads of width {three.head_dim}, "
-            f"so {per_token // 1024} KiB per token in 16 bits, {per_token // old} times MiniMind2's") in " ".join(GUIDE.split())
+            f"so {per_token // 1024} KiB per token in 16 bits, {per_token // old} times MiniMind2's") in GUIDE_FLAT
     assert per_token % old == 0
