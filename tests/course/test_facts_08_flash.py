@@ -22,6 +22,7 @@ import torch
 from experiment_scripts import load_experiment
 
 import minimind_ref as mm
+from labkit.experiment import Experiment
 from labkit.memory import TensorMemory
 from labkit.quiz import load_quiz
 from minimind_ref.variants import flash_attention
@@ -415,3 +416,23 @@ def test_what_flash_attention_2_changed_and_what_the_course_follows():
     finally:
         fa.key_tiles = real
     assert calls == [0, 16, 32]  # one sweep over the key tiles per query tile, in order
+
+
+def test_attention_dropout_paragraph_and_exp5_defaults():
+    """The guide's description of exp5_attention_dropout uses its defaults, and its formulas hold:
+    a kept weight is w / (1 - p), a row of weights w has variance p / (1 - p) sum w^2."""
+    exp5 = experiment("exp5_attention_dropout")
+    parser = Experiment.parser(exp5.__doc__, exp5.__file__, exp5.add_arguments)
+    defaults = parser.parse_args([])
+    guide = flat(GUIDE)
+    assert f"attention dropout at `p = {defaults.p}` (`--p`)" in guide
+    assert f"over {defaults.draws} draws the last row's sum averages 1 within 5 standard errors" in guide
+    assert "(arXiv 2205.14135, Appendix B, Algorithm 2)" in guide
+    # the variance formula, against many draws of torch's own dropout on one row
+    torch.manual_seed(0)
+    w = torch.softmax(torch.randn(16), dim=0)
+    p = defaults.p
+    sums = torch.nn.functional.dropout(w.expand(20000, 16), p=p).sum(-1)
+    assert abs(sums.var().item() - p / (1 - p) * w.pow(2).sum().item()) < 0.1 * p / (1 - p) * w.pow(2).sum().item()
+    kept = torch.nn.functional.dropout(w.expand(4, 16), p=p)
+    assert torch.allclose(kept[kept != 0], w.expand(4, 16)[kept != 0] / (1 - p))
