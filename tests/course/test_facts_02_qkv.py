@@ -184,3 +184,28 @@ def test_tied_scores_guarantee_only_the_global_maximum_on_the_diagonal():
     summary = flat(notebook_cells()[59].source)
     assert "largest score of the whole matrix on the diagonal" in summary
     assert "the largest entries on the diagonal" not in summary
+
+
+def test_minimind3_qk_norm_paragraph():
+    """The guide's MiniMind-3 paragraph (issue 16): sizes from the preset, the bound sqrt(D) from
+    RMSNorm's definition, and exp4_qk_norm's default scales."""
+    import math
+
+    import torch
+
+    guide = flat((ROOT / "modules" / "02_qkv" / "README.md").read_text())
+    three = mm.MiniMindConfig.minimind3()
+    d = three.head_dim
+    assert (f"is {three.hidden_size} wide with {three.num_attention_heads} query heads over "
+            f"{three.num_key_value_heads} key/value heads of `D = {d}`") in guide
+    assert f"(sqrt({d}) = {math.sqrt(d):.2f} with unit gains)" in guide
+    layer = mm.Attention(three)
+    assert layer.q_norm.weight.numel() == layer.k_norm.weight.numel() == d and "`D` weights each" in guide
+    # RMSNorm with unit gain gives length sqrt(D), so unit-gain scores never pass sqrt(D)
+    x = torch.randn(1000, d) * 37.0
+    assert torch.allclose(layer.q_norm(x).norm(dim=-1), torch.full((1000,), math.sqrt(d)), rtol=1e-4)
+    assert "twice the input, four times the scores" in guide
+    exp4 = answers_02.experiment("exp4_qk_norm")
+    scales = exp4.Experiment.parser(exp4.__doc__, exp4.__file__, exp4.add_arguments).parse_args([]).scales
+    assert scales == [1, 10, 100] and "multiplied by 1, 10 and 100" in guide
+    assert f"the largest score grows {(scales[-1] // scales[0]) ** 2:,} times" in guide
