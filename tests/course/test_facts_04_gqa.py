@@ -237,6 +237,8 @@ def test_no_unchecked_large_numbers_in_the_guide():
                "2307.09288",
                # upstream commits (checked in test_upstream_citations.py); the regex sees their digits
                "898576",
+               # MiniMind-3's cache per token (test_minimind3_cache_numbers_in_the_guide)
+               "12,288", "24,576",
                # MLA's section: its numbers are checked in test_facts_04_gqa_mla.py; these are its papers
                "2405.04434", "2412.19437"}
     found = set(re.findall(r"\d[\d,.]{3,}\d", guide))
@@ -253,3 +255,20 @@ def test_the_gqa_papers_table_1_and_the_ratio_derived_from_it():
     assert f"{mha_s / gqa_s:.1f} times faster than MHA" in guide
     three = mm.MiniMindConfig.minimind3()
     assert f"MiniMind-3 shares {three.num_key_value_heads} among {three.num_attention_heads}" in guide
+
+
+def test_minimind3_cache_numbers_in_the_guide():
+    """MiniMind-3's cache per token against MiniMind2's and its own MHA twin, from KV caches of real
+    forward passes (issue 16)."""
+    three = mm.MiniMindConfig.minimind3()
+    guide = flat(GUIDE.read_text())
+    ours = cache_bytes_per_token(three, torch.bfloat16)
+    two = cache_bytes_per_token(DEFAULT, torch.bfloat16)
+    mha = cache_bytes_per_token(three.replace(num_key_value_heads=three.num_attention_heads), torch.bfloat16)
+    assert (f"`C = {three.hidden_size}`, `H = {three.num_attention_heads}`, `H_kv = {three.num_key_value_heads}`, "
+            f"`D = {three.head_dim}`, `L = {three.num_hidden_layers}`") in guide
+    assert f"it caches {n(ours)} bytes per token in bfloat16, {ours / two:g} times MiniMind2's {n(two)}" in guide
+    assert three.num_key_value_heads / DEFAULT.num_key_value_heads == 2 and three.head_dim / DEFAULT.head_dim == 1.5
+    assert f"half of the {n(mha)} its MHA twin would" in guide and mha == 2 * ours
+    exp2 = load_experiment(4, "exp2_savings")
+    assert exp2.attention_params_closed_form(three) == sum(p.numel() for p in mm.Attention(three).parameters())
