@@ -17,7 +17,8 @@ Public names, and the file that defines each (open it to see how it works):
     train, IGNORE_INDEX, fixed_threads training.py      the one seeded training loop behind every trained model
     load_tiny_model, held_out_loss,    tiny_model.py    the small trained MiniMind of module 09, its checkpoint
       greedy_samples
-    random_minimind, random_attention  models.py        models and attention layers with every weight random
+    random_minimind, random_attention, models.py        models and attention layers with every weight random;
+      attention_scores                                  a layer's scores before the softmax
     EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once
     time_call, best_time,              timing.py        the one timer shared by experiments, notebooks, benchmarks:
       best_step_times                                   one call, the best of N, each step's best over N runs
@@ -26,7 +27,8 @@ Public names, and the file that defines each (open it to see how it works):
       int_list
 
 Submodules without a short name: quiz (the quiz files, `python -m labkit.quiz check`), tiny_data and
-tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one).
+tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one),
+upstream (upstream MiniMind's causal-mask paths before and after its fix, module 05).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
 files: the catalog of modules, the command line behind the make targets, student copies, slides,
@@ -59,6 +61,7 @@ _HOME = {
     "greedy_samples": "tiny_model",
     "random_minimind": "models",
     "random_attention": "models",
+    "attention_scores": "models",
     "EPS32": "numerics",
     "relative_error": "numerics",
     "time_call": "timing",

@@ -7,6 +7,7 @@ course's source notes describe: hidden 512, 8 layers, 8 query heads sharing 2 ke
 
 One field is ours: `qk_norm`. False gives MiniMind2 (no normalisation of q and k); True gives
 MiniMind3's per-head RMSNorm on q and k before RoPE, the layout of Qwen3.
+`MiniMindConfig.minimind3()` gives MiniMind-3's sizes, as upstream's config computes them today.
 
 A config that cannot build a working model is refused here, with a message that names the field
 and the rule it broke, instead of failing later as a bare shape error deep inside torch.
@@ -172,6 +173,29 @@ class MiniMindConfig:
         if self.head_dim % 2:
             raise ConfigError(
                 f"head_dim ({self.head_dim}) must be even: RoPE rotates pairs of dimensions.")
+
+    # -- presets ----------------------------------------------------------------------------
+    @classmethod
+    def minimind3(cls, **overrides: Any) -> MiniMindConfig:
+        """MiniMind-3: the defaults of upstream's `MiniMindConfig` since the `minimind-3` release.
+
+        Read in github jingyaogong/minimind, `model/model_minimind.py`, at commit 101d7df2
+        ("[update] minimind-3", 2026-03-24) and unchanged in these fields at dddedc68
+        (2026-05-07): hidden 768 and 8 layers (constructor arguments), 8 query heads over 4
+        key/value heads, head_dim = hidden // heads = 96, a SwiGLU width of
+        ceil(hidden * pi / 64) * 64 = 2432 (MiniMind2 used 8/3 of the hidden size), vocabulary
+        6400, rms_norm_eps 1e-6, rope_theta 1e6, 32768 positions, tied embeddings, and the per-head
+        q/k RMSNorm that every layer builds. `overrides` change any field (fewer layers for a
+        quick test, say); derived fields follow the new values unless given.
+        """
+        hidden = overrides.pop("hidden_size", 768)
+        fields: dict[str, Any] = dict(
+            hidden_size=hidden, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4,
+            intermediate_size=math.ceil(hidden * math.pi / 64) * 64, vocab_size=6400,
+            max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1e6,
+            tie_word_embeddings=True, qk_norm=True)
+        fields.update(overrides)
+        return cls(**fields)
 
     # -- conveniences -----------------------------------------------------------------------
     @property

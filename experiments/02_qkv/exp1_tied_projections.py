@@ -21,12 +21,10 @@ what tied projections then cannot learn.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from labkit import EPS32, Experiment, int_in, print_table, show_heatmaps
-from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
+from labkit import EPS32, Experiment, attention_scores, int_in, print_table, show_heatmaps
+from minimind_ref import Attention, MiniMindConfig, precompute_freqs_cis
 
 TIED_SELF_FRACTION = 0.9  # tied: the diagonal must win at least 90% of the rows (it wins ~100%)
 CHANCE_FACTOR = 3  # separate: the diagonal may win at most 3x as often as chance, 1/T
@@ -76,11 +74,7 @@ def rope_tables(setting: str, tokens: int, head_dim: int, base: float):
 def scores_of(layer: Attention, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """The layer's scores q . k / sqrt(D) before the softmax. x: [B, T, C] -> [B, H, T, T].
     (Attention returns only the weights; the symmetry is a property of the scores.)"""
-    batch, tokens, _ = x.shape
-    q = layer.q_proj(x).view(batch, tokens, layer.num_heads, layer.head_dim).transpose(1, 2)  # [B, H, T, D]
-    k = layer.k_proj(x).view(batch, tokens, layer.num_kv_heads, layer.head_dim).transpose(1, 2)
-    q, k = apply_rotary_pos_emb(q, k, cos, sin)
-    return q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)  # [B, H, T, T]
+    return attention_scores(layer, x, cos, sin)
 
 
 def measure(layer: Attention, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> dict:

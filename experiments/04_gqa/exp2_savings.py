@@ -27,12 +27,16 @@ from labkit import Experiment, int_in, print_table
 
 MIB = 2 ** 20
 NAMES = {1: "MQA"}
+# --preset: MiniMind2 (the course's default) or MiniMind-3 (768 wide, 4 KV heads of 96)
+PRESETS = {"minimind2": ("MiniMind2", mm.MiniMindConfig), "minimind3": ("MiniMind-3", mm.MiniMindConfig.minimind3)}
 
 
 def add_arguments(parser):
     # eight forward passes of MiniMind's default model (four variants, two dtypes) over --tokens
     parser.add_argument("--tokens", type=int_in(1, 1024), default=16,
                         help="tokens in the forward pass that fills the cache (default 16)")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="minimind2",
+                        help="the model whose variants are counted: minimind2 (default) or minimind3")
     parser.add_argument("--context", type=int_in(1, 2 ** 20), default=32768,
                         help="context length for the cache-size column and the figure (default 32768, "
                              "MiniMind's max_position_embeddings)")
@@ -45,9 +49,11 @@ def variant_name(config: mm.MiniMindConfig) -> str:
 
 
 def attention_params_closed_form(config: mm.MiniMindConfig) -> int:
-    """q_proj and o_proj: C x (H D) each; k_proj and v_proj: C x (H_kv D) each; no biases."""
+    """q_proj and o_proj: C x (H D) each; k_proj and v_proj: C x (H_kv D) each; no biases; and with
+    q/k norm (MiniMind-3) the two norms' gains, D each."""
     c, d = config.hidden_size, config.head_dim
-    return 2 * c * config.num_attention_heads * d + 2 * c * config.num_key_value_heads * d
+    norms = 2 * d if config.qk_norm else 0
+    return 2 * c * config.num_attention_heads * d + 2 * c * config.num_key_value_heads * d + norms
 
 
 def cache_bytes_per_token_closed_form(config: mm.MiniMindConfig, dtype: torch.dtype) -> int:
@@ -65,12 +71,12 @@ def measured_cache_bytes_per_token(model: mm.MiniMindForCausalLM, tokens: int, d
     return cache.nbytes() / tokens
 
 
-def plot(rows, context, weight_bytes_bf16):
+def plot(rows, context, weight_bytes_bf16, weights_label):
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
     lengths = torch.linspace(0, context, 65)
     for row in rows:
         left.plot(lengths, lengths * row["cache_bf16"] / MIB, label=f"{row['name']} (H_kv = {row['kv']})")
-    left.axhline(weight_bytes_bf16 / MIB, color="k", ls=":", label="MiniMind's weights (GQA-2)")
+    left.axhline(weight_bytes_bf16 / MIB, color="k", ls=":", label=weights_label)
     left.set(xlabel="context length (tokens)", ylabel="MiB, bfloat16, batch 1",
              title="KV cache of one sequence vs its length")
     left.legend(fontsize=8)
@@ -88,9 +94,10 @@ def plot(rows, context, weight_bytes_bf16):
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
-    default = mm.MiniMindConfig()
+    label, make_config = PRESETS[args.preset]
+    default = make_config()
     heads = default.num_attention_heads
-    print(f"MiniMind's default: hidden {default.hidden_size}, {default.num_hidden_layers} layers, {heads} query "
+    print(f"{label}: hidden {default.hidden_size}, {default.num_hidden_layers} layers, {heads} query "
           f"heads of size {default.head_dim}, {default.num_key_value_heads} KV heads.")
     print()
 
@@ -127,22 +134,24 @@ def main(argv=None):
     by_name = {r["name"]: r for r in rows}
     mha, gqa = by_name["MHA"], next(r for r in rows if r["kv"] == default.num_key_value_heads)
     exp.claim(all(r["attn_model"] == r["attn_formula"] for r in rows),
-              "the attention parameters per layer counted on the model equal 2 C H D + 2 C H_kv D for every H_kv: "
+              "the attention parameters per layer counted on the model equal 2 C H D + 2 C H_kv D (+ 2 D of q/k "
+              "norm gains in MiniMind-3) for every H_kv: "
               + ", ".join(f"{r['name']} {r['attn_model']:,}" for r in rows))
     saved = mha["attn_model"] - gqa["attn_model"]
     exp.claim(saved == 2 * default.hidden_size * (heads - default.num_key_value_heads) * default.head_dim
               and mha["total"] - gqa["total"] == default.num_hidden_layers * saved,
-              f"MiniMind's GQA saves {saved:,} parameters per layer over MHA ({100 * saved / mha['attn_model']:.1f}% "
+              f"{label}'s GQA saves {saved:,} parameters per layer over MHA ({100 * saved / mha['attn_model']:.1f}% "
               f"of its attention), {default.num_hidden_layers * saved:,} over the {default.num_hidden_layers} layers "
               f"(models of {mha['total']:,} and {gqa['total']:,} parameters)")
     exp.claim(all(r["cache_32"] == r["cache_32_formula"] and r["cache_bf16"] == r["cache_bf16_formula"] for r in rows),
               "KVCache.nbytes() per token equals 2 x layers x H_kv x D x bytes for every H_kv, in float32 and "
               "bfloat16: " + ", ".join(f"{r['name']} {r['cache_bf16']:,.0f}" for r in rows) + " bytes (bf16)")
     exp.claim(all(mha["cache_32"] / r["cache_32"] == heads / r["kv"] for r in rows),
-              f"the cache shrinks by exactly H / H_kv: MiniMind's {default.num_key_value_heads} KV heads store "
+              f"the cache shrinks by exactly H / H_kv: {label}'s {default.num_key_value_heads} KV heads store "
               f"{mha['cache_32'] / gqa['cache_32']:g}x less than MHA, one KV head (MQA) {heads}x less")
 
-    exp.save(plot(rows, args.context, gqa["weights_bf16"]), "savings")
+    weights_label = f"{label}'s weights ({gqa['name']})"
+    exp.save(plot(rows, args.context, gqa["weights_bf16"], weights_label), "savings")
     return exp.finish()
 
 

@@ -33,6 +33,10 @@ PUBLISHED = {
     "Mistral 7B v0.1": dict(layers=32, heads=32, kv_heads=8, head_dim=128),
     "MiniMind2": dict(layers=8, heads=8, kv_heads=2, head_dim=64),  # minimind_ref's defaults
 }
+# MiniMind-3, as upstream's config computes it today (MiniMindConfig.minimind3(), module 04's guide)
+_MINIMIND3 = mm.MiniMindConfig.minimind3()
+PUBLISHED["MiniMind-3"] = dict(layers=_MINIMIND3.num_hidden_layers, heads=_MINIMIND3.num_attention_heads,
+                               kv_heads=_MINIMIND3.num_key_value_heads, head_dim=_MINIMIND3.head_dim)
 
 
 def add_arguments(parser):

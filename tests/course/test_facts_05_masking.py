@@ -186,3 +186,32 @@ def test_quiz_explanation_numbers():
 def test_quiz_mistral_arxiv_id_matches_the_guide():
     ids = re.findall(r"arXiv (\d{4}\.\d{4,5})", quiz_explanations()["sliding-reach"])
     assert ids == ["2310.06825"] and "Jiang et al., *Mistral 7B*, arXiv 2310.06825" in GUIDE
+
+
+def test_minimind_upstream_causal_fix_worked_example():
+    """Module 05's worked example (issue 16): upstream MiniMind2's paths fail on a chunk after a
+    cache (SDPA top-left: wrong; explicit: a shape error), MiniMind-3's are right at every step."""
+    import torch
+
+    from labkit.upstream import minimind2_attention, minimind3_attention
+
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 6, 8, generator=generator) for _ in range(3))
+    full = mm.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def verdict(path, past, new, flash):
+        try:
+            out = path(q[:, :, past:past + new], k[:, :, :past + new], v[:, :, :past + new],
+                       cached=past > 0, flash=flash)
+        except RuntimeError:
+            return "error"
+        return "right" if torch.allclose(out, full[:, :, past:past + new], atol=1e-5) else "wrong"
+
+    for past, new in ((0, 6), (5, 1), (4, 2)):
+        for flash in (True, False):
+            assert verdict(minimind3_attention, past, new, flash) == "right"
+            expected = "right" if past == 0 or new == 1 else ("wrong" if flash else "error")
+            assert verdict(minimind2_attention, past, new, flash) == expected
+    guide = " ".join((ROOT / "modules" / "05_masking" / "README.md").read_text().split())
+    assert "(top left: wrong outputs, no error)" in guide and "(a shape error after a cache)" in guide
+    assert "Both paths agree on a prompt and on single-token steps" in guide

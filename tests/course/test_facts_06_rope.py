@@ -232,3 +232,36 @@ def test_module_06_quiz_explanation_numbers():
     assert f"about {round(plain_ratio_past_training())} times larger" in text
     assert f"holds {mm.MiniMindConfig().max_position_embeddings} rows" in text
     assert f"attention_factor is {YARN['attention_factor']}" in text
+
+
+def test_yarn_temperature_and_the_papers_ramp():
+    """Correction (issue 16): MiniMind's attention_factor 1.0 switches off YaRN's temperature
+    (0.1 ln s + 1, transformers' default when the field is absent), and the paper's ramp is linear
+    in turns per trained length, not in the pair index as MiniMind's."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from minimind_ref.oracles import hf_config
+
+    guide = " ".join((ROOT / "modules" / "06_rope" / "README.md").read_text().split())
+    s = YARN["factor"]
+    temperature = 0.1 * math.log(s) + 1
+    assert f"about {temperature:.2f} at MiniMind's `s = {s}`" in guide
+    assert YARN["attention_factor"] == 1.0 != round(temperature, 2)
+    assert "NTK-by-parts interpolation (section 3.2) without the temperature" in guide
+    # transformers' YaRN: the temperature it applies when attention_factor is absent
+    config = mm.MiniMindConfig(hidden_size=64, num_attention_heads=1, num_key_value_heads=1, num_hidden_layers=1,
+                               vocab_size=8, inference_rope_scaling=True)
+    hf = hf_config(config)
+    hf.rope_parameters.pop("attention_factor")
+    _, applied = ROPE_INIT_FUNCTIONS["yarn"](hf, "cpu")
+    assert math.isclose(applied, temperature, rel_tol=1e-9)
+    # the two ramps, pair by pair, on MiniMind2's heads
+    d, trained = head_dim(), YARN["original_max_position_embeddings"]
+    turns = trained * rope_inverse_frequencies(d, base()).double() / (2 * math.pi)
+    gamma = ((turns - YARN["beta_slow"]) / (YARN["beta_fast"] - YARN["beta_slow"])).clamp(0, 1)
+    paper = (1 - gamma) / s + gamma
+    ours = yarn_inverse_frequencies(d, base(), YARN).double() / rope_inverse_frequencies(d, base()).double()
+    outside = (turns >= YARN["beta_fast"]) | (turns <= YARN["beta_slow"])
+    assert torch.allclose(paper[outside], ours[outside], atol=1e-6)
+    pair = int((ours - paper).abs().argmax())
+    assert f"at pair {pair} MiniMind keeps {ours[pair]:.3f} of the frequency, the paper {paper[pair]:.3f}" in guide

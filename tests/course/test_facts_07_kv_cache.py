@@ -87,7 +87,7 @@ def test_published_models_table_in_guide(memory):
         assert row in GUIDE, f"guide row for {name}: expected {row!r}"
     code = notebook_code()
     for name, shape in memory.PUBLISHED.items():
-        if name != "MiniMind2":
+        if not name.startswith("MiniMind"):  # the notebook keeps the three published models only
             assert f'"{name}": ({shape["layers"]}, {shape["kv_heads"]}, {shape["head_dim"]})' in code
     assert MINIMIND2.num_attention_heads * MINIMIND2.head_dim == MINIMIND2.hidden_size
 
@@ -228,3 +228,13 @@ def test_quiz_explanation_counts():
     assert f"{heads} / {kv} = {heads // kv} times fewer" in gqa.explanation
     text = quiz["doubling"].explanation
     assert "sum to c (2^k - 1) < 2n" in text and "under 3 b n" in text
+
+
+def test_minimind3_cache_sentence(memory):
+    """The guide's MiniMind-3 sentence, from the preset (issue 16)."""
+    three, two = mm.MiniMindConfig.minimind3(), mm.MiniMindConfig()
+    per_token = memory.cache_bytes(three.num_hidden_layers, three.num_key_value_heads, three.head_dim, 2)
+    old = memory.cache_bytes(two.num_hidden_layers, two.num_key_value_heads, two.head_dim, 2)
+    assert (f"{three.num_hidden_layers} layers, {three.num_key_value_heads} KV heads of width {three.head_dim}, "
+            f"so {per_token // 1024} KiB per token in 16 bits, {per_token // old} times MiniMind2's") in GUIDE_FLAT
+    assert per_token % old == 0

@@ -170,7 +170,17 @@ def test_module_09_quiz_explanation_numbers(quiz):
     from minimind_ref import MiniMindConfig
 
     assert MiniMindConfig().initializer_range == 0.02
-    assert "a standard deviation of 0.02" in quiz["untrained-average"].explanation
+    untrained = quiz["untrained-average"].explanation
+    assert "`minimind_ref` draws its weights with a standard deviation of 0.02" in untrained
+    # Correction (issue 16): MiniMind2's upstream kept PyTorch's default init, measured here
+    import torch
+
+    torch.manual_seed(0)
+    default = torch.nn.Linear(512, 512, bias=False).weight
+    bound = 1 / math.sqrt(512)
+    assert default.abs().max() <= bound and abs(default.std().item() - bound / math.sqrt(3)) < 1e-3
+    assert f"a standard deviation of about {bound / math.sqrt(3):.3f}" in untrained
+    assert "commit 9d898576" in untrained and "commit dddedc68" in untrained
     assert f"$\\ln 257 \\approx {math.log(257):.3f}$" in quiz["chance-loss"].explanation
     even = quiz["even-previous"].explanation
     assert f"\\approx {_even_previous(9):.3f}$" in even

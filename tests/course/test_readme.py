@@ -69,6 +69,13 @@ def test_default_model_numbers_are_the_computed_ones():
     assert "RoPE base 1e6" in claims and config.rope_theta == 1e6
     yarn = mm.MiniMindConfig(inference_rope_scaling=True).rope_scaling
     assert f"factor {yarn['factor']} over {yarn['original_max_position_embeddings']} trained positions" in claims
+    three = mm.MiniMindConfig.minimind3()
+    claims = " ".join(claims.split())
+    assert (f"hidden size {three.hidden_size}, {three.num_attention_heads} query heads over "
+            f"{three.num_key_value_heads} key/value heads of {three.head_dim}, a SwiGLU width of "
+            f"{three.intermediate_size}") in claims
+    assert f"{sum(p.numel() for p in mm.MiniMindForCausalLM(three).parameters()):,} parameters, tested" in claims
+    assert "`rms_norm_eps` 1e-6 and q/k norm on" in claims and three.rms_norm_eps == 1e-6 and three.qk_norm
 
 
 def test_the_conventions_live_in_the_repository():
