@@ -5,11 +5,14 @@ Jupyter draws matplotlib figures inline by default, unless the environment names
 it every pyplot figure of a notebook is made and never drawn: the learner sees no plot, and a
 stored notebook re-run under strict nbval loses its pictures. Every notebook of the course starts
 with `show_figures_inline()`, which undoes exactly that case and nothing else.
+
+`readable_log_axes` gives log axes plain tick labels; the experiment scaffold applies it to every
+figure it saves, so a script's log plot reads right without asking.
 """
 
 from __future__ import annotations
 
-__all__ = ["show_figures_inline"]
+__all__ = ["show_figures_inline", "plain_number", "readable_log_axes"]
 
 
 def show_figures_inline() -> bool:
@@ -34,3 +37,33 @@ def show_figures_inline() -> bool:
         return False
     shell.run_line_magic("matplotlib", "inline")
     return True
+
+
+def plain_number(value: float, _position: object = None) -> str:
+    """A tick label a reader takes in at a glance: 2, 50, 0.5, 12k, 3M, 1G (not 2×10⁰ or 10⁸)."""
+    if value == 0:
+        return "0"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def readable_log_axes(figure) -> None:
+    """On every log axis of `figure` that still has matplotlib's own ticks: ticks at 1, 2 and 5
+    times each power of ten, labelled as plain numbers (plain_number), and unlabelled minor ticks.
+
+    matplotlib's defaults label a log axis with powers (10⁸) and, when the data span less than a
+    decade, label the minor ticks 2×10⁰, 3×10⁰, ... in text so long that it runs into the axis
+    label. Axes whose ticks were set by hand (a FixedLocator) are left as they are.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "log" or not isinstance(axis.get_major_locator(), LogLocator):
+                continue
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(plain_number))
+            axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
+            axis.set_minor_formatter(NullFormatter())
