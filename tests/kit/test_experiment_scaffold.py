@@ -161,6 +161,31 @@ def test_figures_are_saved_only_inside_the_output_folder(script, tmp_path):
             exp.save(fig, bad)
 
 
+def test_saved_figures_get_a_layout_and_plain_log_tick_labels(script, tmp_path):
+    exp = Experiment.start(DOC, str(script), ["--out", str(tmp_path)])
+    fig, (left, right) = plt.subplots(1, 2)
+    left.semilogy([1, 2, 3], [2.0, 4.0, 6.0])           # less than a decade: matplotlib writes 2x10^0 ...
+    right.plot([1, 2], [1, 2])
+    right.set_yscale("log")
+    right.set_yticks([1, 2], ["one", "two"])            # ticks set by hand are kept
+    exp.args.show = True                                # keep the figure open to look at it
+    exp.save(fig, "log")
+    assert fig.get_layout_engine() is not None
+    fig.canvas.draw()
+    labels = [t.get_text() for t in left.get_yticklabels() if t.get_text()]
+    assert labels and all(text in ("1", "2", "5", "10") for text in labels), labels
+    assert [t.get_text() for t in right.get_yticklabels()] == ["one", "two"]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("value, text", [(0, "0"), (2.0, "2"), (0.5, "0.5"), (50, "50"), (12000, "12k"),
+                                         (3e6, "3M"), (1e9, "1G"), (2e8, "200M")])
+def test_plain_number(value, text):
+    from labkit.figures import plain_number
+
+    assert plain_number(value) == text
+
+
 def test_print_table_aligns_numbers_right_and_text_left(capsys):
     print_table(["name", "value"], [["a", 1.5], ["longer", 10.25]], ["", ".2f"])
     lines = capsys.readouterr().out.splitlines()
