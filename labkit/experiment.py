@@ -133,9 +133,13 @@ class Experiment:
         path = self.out_dir / f"{self.name}_{stem}.png"
         # Right by default: panels laid out so that tick labels of one never run into the next,
         # and log axes labelled with plain numbers.
-        if figure.get_layout_engine() is None:
-            figure.set_layout_engine("constrained")
+        # A one-shot fig.tight_layout() leaves a placeholder engine: it laid out the tick labels
+        # of before readable_log_axes, so the figure gets a live layout all the same.
+        from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
         readable_log_axes(figure)
+        if figure.get_layout_engine() is None or isinstance(figure.get_layout_engine(), PlaceHolderLayoutEngine):
+            figure.set_layout_engine("constrained")
         figure.savefig(path, dpi=120, bbox_inches="tight")
         self.saved.append(path)
         if not self.args.show:

@@ -40,9 +40,12 @@ def show_figures_inline() -> bool:
 
 
 def plain_number(value: float, _position: object = None) -> str:
-    """A tick label a reader takes in at a glance: 2, 50, 0.5, 12k, 3M, 1G (not 2×10⁰ or 10⁸)."""
+    """A tick label a reader takes in at a glance: 2, 50, 0.5, 5e-5, 12k, 3M, 1G (not 2×10⁰ or 10⁸)."""
     if value == 0:
         return "0"
+    if abs(value) < 0.01:  # 5e-5, shorter than 0.00005
+        mantissa, exponent = f"{value:.0e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
     for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
             return f"{value / scale:g}{suffix}"
