@@ -6,13 +6,13 @@ it every pyplot figure of a notebook is made and never drawn: the learner sees n
 stored notebook re-run under strict nbval loses its pictures. Every notebook of the course starts
 with `show_figures_inline()`, which undoes exactly that case and nothing else.
 
-`readable_log_axes` gives log axes plain tick labels; the experiment scaffold applies it to every
-figure it saves, so a script's log plot reads right without asking.
+`readable_ticks` gives log axes and large numbers plain tick labels; the experiment scaffold
+applies it to every figure it saves, so a script's plot reads right without asking.
 """
 
 from __future__ import annotations
 
-__all__ = ["show_figures_inline", "plain_number", "readable_log_axes"]
+__all__ = ["show_figures_inline", "plain_number", "readable_ticks"]
 
 
 def show_figures_inline() -> bool:
@@ -52,21 +52,32 @@ def plain_number(value: float, _position: object = None) -> str:
     return f"{value:g}"
 
 
-def readable_log_axes(figure) -> None:
-    """On every log axis of `figure` that still has matplotlib's own ticks: ticks at 1, 2 and 5
-    times each power of ten, labelled as plain numbers (plain_number), and unlabelled minor ticks.
+def readable_ticks(figure) -> None:
+    """Tick labels a reader takes in at a glance, on every axis of `figure` whose ticks are still
+    matplotlib's own (axes whose ticks were set by hand are left as they are):
 
-    matplotlib's defaults label a log axis with powers (10⁸) and, when the data span less than a
-    decade, label the minor ticks 2×10⁰, 3×10⁰, ... in text so long that it runs into the axis
-    label. Axes whose ticks were set by hand (a FixedLocator) are left as they are.
+    - a log axis is labelled with plain numbers (plain_number) at each power of ten, or at 1, 2
+      and 5 times each when it spans less than two decades; minor ticks stay unlabelled.
+      matplotlib's own labels are powers (10⁸) and, over less than a decade, minor labels such as
+      2×10⁰, 3×10⁰, long enough to run into the axis label;
+    - a linear axis whose numbers reach 100,000 is labelled 200k, 1M, ... instead of carrying a
+      separate "1e6" multiplier in its corner, which a reader easily misses.
+
+    Call it once the data are drawn: it reads each axis's limits.
     """
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, ScalarFormatter
 
     for ax in figure.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() != "log" or not isinstance(axis.get_major_locator(), LogLocator):
-                continue
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-            axis.set_major_formatter(FuncFormatter(plain_number))
-            axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
-            axis.set_minor_formatter(NullFormatter())
+            low, high = sorted(abs(v) for v in axis.get_view_interval())
+            if axis.get_scale() == "log" and isinstance(axis.get_major_locator(), LogLocator):
+                narrow = low > 0 and math.log10(high / low) < 2
+                axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+                axis.set_major_formatter(FuncFormatter(plain_number))
+                axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
+                axis.set_minor_formatter(NullFormatter())
+            elif (axis.get_scale() == "linear" and type(axis.get_major_formatter()) is ScalarFormatter
+                  and high >= 1e5):
+                axis.set_major_formatter(FuncFormatter(plain_number))

@@ -24,7 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, print_table
-from labkit.figures import readable_log_axes
+from labkit.figures import readable_ticks
 
 MIN_QUADRATIC = 1.8  # growth exponent of the total FLOPs without a cache must be at least this ...
 MAX_LINEAR = 1.2  # ... and with the cache at most this
@@ -190,7 +190,7 @@ def plot_per_token_and_total(positions, per_token, lengths, totals, exponents, q
     axes[1].set(title=f"total {quantity} to generate n tokens", xlabel="n", ylabel=unit)
     axes[1].set_xticks(lengths, [str(m) for m in lengths])
     axes[1].minorticks_off()
-    readable_log_axes(fig)  # plain y tick labels: 2, 5, 10 ms, not 2×10⁰ crowding the unit
+    readable_ticks(fig)  # plain y tick labels: 2, 5, 10 ms, not 2×10⁰ crowding the unit
     for ax in axes:
         ax.grid(which="major", alpha=0.3)
         ax.legend(fontsize=8)
