@@ -26,7 +26,9 @@ Public names, and the file that defines each (open it to see how it works):
       int_list
 
 Submodules without a short name: quiz (the quiz files, `python -m labkit.quiz check`), tiny_data and
-tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one).
+tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one),
+references (the references of the notebooks' exercise checks, kept out of the student copies),
+plain_math (quiz formulas as Unicode for the terminal).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
 files: the catalog of modules, the command line behind the make targets, student copies, slides,
