@@ -137,7 +137,8 @@ def show_heatmaps(
     annotate: write each value in its cell, in black or white, whichever reads better on that
         cell's colour. "auto" (the default) does so when the maps are small enough for the
         numbers to be read, at most 10 x 10 cells of at least a quarter inch: a reader then sees
-        the weights themselves, not only their colours. True or False decides. `fmt` is the format spec, ".2f" by default.
+        the weights themselves, not only their colours. True or False decides. `fmt` is the
+        format spec, ".2f" by default.
     colorbar: one colour bar for the whole figure.
     map_size: inches per map, a number (square) or (width, height); by default chosen from
         T and S so that the token labels stay readable.
