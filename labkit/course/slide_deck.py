@@ -260,7 +260,7 @@ def quiz_slides(source) -> list[nbformat.NotebookNode]:
         if question.type == "multiple":
             lines.append("*Choose all that apply.*")
         answer = f"**{question.answer_text()}**"
-        explained = f"{answer} {question.explanation}"
+        explained = f"{answer}\n\n{question.explanation}"
         used = sum(block_lines(block) for block in lines)
         fits = used + block_lines(explained) <= BODY_LINES
         cells += [_markdown(_join(lines), "subslide"),
