@@ -52,6 +52,10 @@ def plain_number(value: float, _position: object = None) -> str:
     return f"{value:g}"
 
 
+def _whole_or_plain(value: float, _position: object = None) -> str:
+    return f"{value:,.0f}" if value >= 1 and float(value).is_integer() else plain_number(value)
+
+
 def readable_ticks(figure) -> None:
     """Tick labels a reader takes in at a glance, on every axis of `figure` whose ticks are still
     matplotlib's own (axes whose ticks were set by hand are left as they are):
@@ -72,7 +76,12 @@ def readable_ticks(figure) -> None:
     for ax in figure.axes:
         for axis in (ax.xaxis, ax.yaxis):
             low, high = sorted(abs(v) for v in axis.get_view_interval())
-            if axis.get_scale() == "log" and isinstance(axis.get_major_locator(), LogLocator):
+            base = getattr(axis.get_transform(), "base", 10)
+            if axis.get_scale() == "log" and isinstance(axis.get_major_locator(), LogLocator) and base != 10:
+                # powers of 2 (256, 512, 1,024), as a script that chose base 2 wants them
+                axis.set_major_formatter(FuncFormatter(_whole_or_plain))
+                axis.set_minor_formatter(NullFormatter())
+            elif axis.get_scale() == "log" and isinstance(axis.get_major_locator(), LogLocator):
                 narrow = low > 0 and math.log10(high / low) < 2
                 axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
                 axis.set_major_formatter(FuncFormatter(plain_number))
