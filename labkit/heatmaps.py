@@ -408,5 +408,8 @@ def _annotate(ax: Any, values: np.ndarray, colormap: Any, norm: Normalize, fmt: 
             continue
         red, green, blue, _ = colormap(norm(value))
         luminance = 0.299 * red + 0.587 * green + 0.114 * blue
-        ax.text(j, i, format(value, fmt), ha="center", va="center", fontsize=size,
+        text = format(value, fmt)
+        if text.startswith("-") and not any(ch in "123456789" for ch in text.split("e")[0]):
+            text = text[1:]  # a tiny negative rounded to zero reads "-0.00", as if it meant something
+        ax.text(j, i, text, ha="center", va="center", fontsize=size,
                 color="black" if luminance > 0.5 else "white")

@@ -362,3 +362,8 @@ def test_small_maps_show_their_values_by_default_and_large_ones_do_not():
     assert not maps(show_heatmaps(torch.rand(4, 4), annotate=False))[0].texts
     with pytest.raises(ValueError, match="annotate"):
         show_heatmaps(torch.rand(4, 4), annotate="yes")
+
+
+def test_a_tiny_negative_is_written_as_zero_not_minus_zero():
+    texts = {t.get_text() for t in maps(show_heatmaps(torch.tensor([[-1e-9, -0.5], [0.25, 1.0]])))[0].texts}
+    assert texts == {"0.00", "-0.50", "0.25", "1.00"}
