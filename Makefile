@@ -21,6 +21,7 @@ CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.course.catalog check
 M ?=
 ARGS ?=
 FORCE ?=
+SOLUTIONS ?=
 
 .PHONY: help setup lab test list exp experiments quiz notebooks portability student slides bench train-tiny clean distclean
 
@@ -55,7 +56,7 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 # Jupyter refuses to run as root unless told; root is normal in containers and cloud sandboxes.
 # DIR=outputs/student opens the student copies instead.
 DIR ?= notebooks/
-lab: setup ## open JupyterLab on the notebooks (DIR=outputs/student for the student copies)
+lab: setup ## open JupyterLab on the notebooks (make lab DIR=outputs/student: the student copies)
 	$(VENV)/bin/jupyter lab $(DIR) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: setup ## lint (ruff), then the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
@@ -88,13 +89,13 @@ portability: ## run notebooks as other machines would; list stored outputs that 
 	@$(MAKE) --no-print-directory setup
 	@$(CLI) portability $(if $(M),"$(M)") $(ARGS)
 
-student: setup ## write student copies of the notebooks, solutions removed (outputs/student/; FORCE=1 overwrites edits)
+student: setup ## write student copies, solutions removed (open them with: make lab DIR=outputs/student; FORCE=1 overwrites edits)
 	@$(CLI) student $(if $(FORCE),--force)
 
-slides: ## a module's notebook as offline reveal.js slides: make slides M=03 (outputs/slides/)
+slides: ## a module's notebook as offline 16:9 slides: make slides M=03 (outputs/slides/; SOLUTIONS=0 leaves them out)
 	@$(CHECK) slides "$(M)"
 	@$(MAKE) --no-print-directory setup
-	@$(CLI) slides "$(M)"
+	@$(CLI) slides "$(M)" $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 bench: setup ## run the benchmarks (benchmarks/run_all.py; ARGS=--quick etc.)
 	$(PY) benchmarks/run_all.py $(ARGS)

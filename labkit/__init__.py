@@ -28,7 +28,9 @@ Public names, and the file that defines each (open it to see how it works):
 
 Submodules without a short name: quiz (the quiz files, `python -m labkit.quiz check`), tiny_data and
 tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one),
-upstream (upstream MiniMind's causal-mask paths before and after its fix, module 05).
+references (the references of the notebooks' exercise checks, kept out of the student copies),
+plain_math (quiz formulas as Unicode for the terminal), upstream (upstream MiniMind's causal-mask paths before and
+after its fix, module 05).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
 files: the catalog of modules, the command line behind the make targets, student copies, slides,

@@ -122,11 +122,22 @@ class Experiment:
 
     def save(self, figure, stem: str) -> Path:
         """Save a matplotlib figure as <out>/<script name>_<stem>.png and return the path. Only
-        this script's own files are written, and only inside the output folder."""
+        this script's own files are written, and only inside the output folder. A figure without
+        a layout engine gets matplotlib's constrained layout, and its log axes plain tick labels
+        (figures.readable_ticks)."""
         if not stem or any(ch in stem for ch in "/\\") or stem.startswith("."):
             raise ValueError(f"Experiment.save: stem must be a plain file name part, got {stem!r}.")
+        from labkit.figures import readable_ticks
+
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{self.name}_{stem}.png"
+        # Right by default: panels laid out so that tick labels of one never run into the next,
+        # and log axes labelled with plain numbers.
+        # A figure the script laid out itself (fig.tight_layout(rect=...), a figure legend placed
+        # by hand) keeps its layout: only a figure with none gets the constrained one.
+        readable_ticks(figure)
+        if figure.get_layout_engine() is None:
+            figure.set_layout_engine("constrained")
         figure.savefig(path, dpi=120, bbox_inches="tight")
         self.saved.append(path)
         if not self.args.show:

@@ -5,11 +5,14 @@ Jupyter draws matplotlib figures inline by default, unless the environment names
 it every pyplot figure of a notebook is made and never drawn: the learner sees no plot, and a
 stored notebook re-run under strict nbval loses its pictures. Every notebook of the course starts
 with `show_figures_inline()`, which undoes exactly that case and nothing else.
+
+`readable_ticks` gives log axes and large numbers plain tick labels; the experiment scaffold
+applies it to every figure it saves, so a script's plot reads right without asking.
 """
 
 from __future__ import annotations
 
-__all__ = ["show_figures_inline"]
+__all__ = ["show_figures_inline", "plain_number", "readable_ticks"]
 
 
 def show_figures_inline() -> bool:
@@ -34,3 +37,56 @@ def show_figures_inline() -> bool:
         return False
     shell.run_line_magic("matplotlib", "inline")
     return True
+
+
+def plain_number(value: float, _position: object = None) -> str:
+    """A tick label a reader takes in at a glance: 2, 50, 0.5, 5e-5, 12k, 3M, 1G (not 2×10⁰ or 10⁸)."""
+    if value == 0:
+        return "0"
+    if abs(value) < 0.01:  # 5e-5, shorter than 0.00005
+        mantissa, exponent = f"{value:.0e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def _whole_or_plain(value: float, _position: object = None) -> str:
+    return f"{value:,.0f}" if value >= 1 and float(value).is_integer() else plain_number(value)
+
+
+def readable_ticks(figure) -> None:
+    """Tick labels a reader takes in at a glance, on every axis of `figure` whose ticks are still
+    matplotlib's own (axes whose ticks were set by hand are left as they are):
+
+    - a log axis is labelled with plain numbers (plain_number) at each power of ten, or at 1, 2
+      and 5 times each when it spans less than two decades; minor ticks stay unlabelled.
+      matplotlib's own labels are powers (10⁸) and, over less than a decade, minor labels such as
+      2×10⁰, 3×10⁰, long enough to run into the axis label;
+    - a linear axis whose numbers reach 100,000 is labelled 200k, 1M, ... instead of carrying a
+      separate "1e6" multiplier in its corner, which a reader easily misses.
+
+    Call it once the data are drawn: it reads each axis's limits.
+    """
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, ScalarFormatter
+
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(abs(v) for v in axis.get_view_interval())
+            base = getattr(axis.get_transform(), "base", 10)
+            if axis.get_scale() == "log" and isinstance(axis.get_major_locator(), LogLocator) and base != 10:
+                # powers of 2 (256, 512, 1,024), as a script that chose base 2 wants them
+                axis.set_major_formatter(FuncFormatter(_whole_or_plain))
+                axis.set_minor_formatter(NullFormatter())
+            elif axis.get_scale() == "log" and isinstance(axis.get_major_locator(), LogLocator):
+                narrow = low > 0 and math.log10(high / low) < 2
+                axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+                axis.set_major_formatter(FuncFormatter(plain_number))
+                axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
+                axis.set_minor_formatter(NullFormatter())
+            elif (axis.get_scale() == "linear" and type(axis.get_major_formatter()) is ScalarFormatter
+                  and high >= 1e5):
+                axis.set_major_formatter(FuncFormatter(plain_number))

@@ -112,7 +112,7 @@ def show_heatmaps(
     cmap: Any = "viridis",
     vmin: float | None = None,
     vmax: float | None = None,
-    annotate: bool = False,
+    annotate: bool | str = "auto",
     fmt: str = ".2f",
     colorbar: bool = True,
     map_size: Any | None = None,
@@ -134,8 +134,11 @@ def show_heatmaps(
     cmap: a matplotlib colormap or its name.
     vmin, vmax: the colour scale shared by every map. By default from min(0, smallest value)
         to the largest value, so that zero weight always has the same colour.
-    annotate: write each value in its cell (for small maps), in black or white, whichever
-        reads better on that cell's colour. `fmt` is the format spec, ".2f" by default.
+    annotate: write each value in its cell, in black or white, whichever reads better on that
+        cell's colour. "auto" (the default) does so when the maps are small enough for the
+        numbers to be read, at most 10 x 10 cells of at least a quarter inch: a reader then sees
+        the weights themselves, not only their colours. True or False decides. `fmt` is the
+        format spec, ".2f" by default.
     colorbar: one colour bar for the whole figure.
     map_size: inches per map, a number (square) or (width, height); by default chosen from
         T and S so that the token labels stay readable.
@@ -159,9 +162,13 @@ def show_heatmaps(
                           row_name=row_name, col_name=col_name)
     low, high = _colour_scale(data[finite], vmin, vmax)
     norm = Normalize(vmin=low, vmax=high)
+    width, height = _map_size(map_size, T, S, rows, cols)
+    if annotate == "auto":
+        annotate = max(T, S) <= _AUTO_ANNOTATE_CELLS and min(width / S, height / T) >= _AUTO_ANNOTATE_INCHES
+    elif not isinstance(annotate, bool):
+        raise ValueError(f'annotate must be True, False or "auto", got {annotate!r}.')
     if annotate:
         _check_fmt(fmt)
-    width, height = _map_size(map_size, T, S, rows, cols)
     colormap = _colormap(cmap)
 
     # Room around the maps for tick labels, axis names, titles and the colour bar.
@@ -344,6 +351,11 @@ def _check_fmt(fmt: Any) -> None:
         raise ValueError(f"fmt must be a format spec for a number such as '.2f', got {fmt!r}.") from None
 
 
+# annotate="auto": the largest map, and the smallest cell, whose values are still written in.
+_AUTO_ANNOTATE_CELLS = 10
+_AUTO_ANNOTATE_INCHES = 0.25
+
+
 def _map_size(map_size: Any, T: int, S: int, rows: int, cols: int) -> tuple[float, float]:
     """(width, height) of one map in inches."""
     if map_size is not None:
@@ -396,5 +408,8 @@ def _annotate(ax: Any, values: np.ndarray, colormap: Any, norm: Normalize, fmt: 
             continue
         red, green, blue, _ = colormap(norm(value))
         luminance = 0.299 * red + 0.587 * green + 0.114 * blue
-        ax.text(j, i, format(value, fmt), ha="center", va="center", fontsize=size,
+        text = format(value, fmt)
+        if text.startswith("-") and not any(ch in "123456789" for ch in text.split("e")[0]):
+            text = text[1:]  # a tiny negative rounded to zero reads "-0.00", as if it meant something
+        ax.text(j, i, text, ha="center", va="center", fontsize=size,
                 color="black" if luminance > 0.5 else "white")

@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+from labkit.plain_math import plain_text
 from labkit.quiz_format import QUIZ_SCHEMA, QuizError, load_quiz
 from labkit.quiz_model import Feedback, Question, Quiz, Score, letter, parse_response
 
@@ -48,14 +49,15 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
 
     An answer that cannot be read is explained and asked again (it does not count); "?" shows the
     hint, "s" or an empty line skips, "q", end of input (Ctrl-D) or Ctrl-C stops with the score
-    so far. Text is wrapped to `width` (default: the terminal's, else 80). A malformed quiz file
-    raises QuizError before anything is shown.
+    so far. Text is wrapped to `width` (default: the terminal's, else 80), its formulas in Unicode
+    and its code without backticks (plain_math.plain_text). A malformed quiz file raises QuizError
+    before anything is shown.
     """
     quiz = path_or_quiz if isinstance(path_or_quiz, Quiz) else load_quiz(path_or_quiz)
     width = width or shutil.get_terminal_size((80, 24)).columns
 
     def say(text: str = "", indent: str = "", hanging: str | None = None) -> None:
-        for paragraph in text.split("\n"):
+        for paragraph in plain_text(text).split("\n"):
             lines = textwrap.wrap(paragraph, width, initial_indent=indent,
                                   subsequent_indent=hanging or indent, break_long_words=False,
                                   break_on_hyphens=False)

@@ -24,6 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, print_table
+from labkit.figures import readable_ticks
 
 MIN_QUADRATIC = 1.8  # growth exponent of the total FLOPs without a cache must be at least this ...
 MAX_LINEAR = 1.2  # ... and with the cache at most this
@@ -181,7 +182,7 @@ def plot_per_token_and_total(positions, per_token, lengths, totals, exponents, q
     """Two panels, no cache against the cache: the cost of each new token (`per_token[cached]`, one
     value per position) and the total cost of generating n tokens on log-log axes, where the slope
     is the growth exponent. exp6_time_per_token draws its times with it (`style` "." for noisy points)."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     for cached, color, label in ((False, "tab:red", "no cache"), (True, "tab:blue", "KV cache")):
         axes[0].semilogy(positions, per_token[cached], style, ms=3, color=color, label=label)
         axes[1].loglog(lengths, totals[cached], "o-", color=color, label=f"{label}: slope {exponents[cached]:.2f}")
@@ -189,7 +190,9 @@ def plot_per_token_and_total(positions, per_token, lengths, totals, exponents, q
     axes[1].set(title=f"total {quantity} to generate n tokens", xlabel="n", ylabel=unit)
     axes[1].set_xticks(lengths, [str(m) for m in lengths])
     axes[1].minorticks_off()
+    readable_ticks(fig)  # plain y tick labels: 2, 5, 10 ms, not 2×10⁰ crowding the unit
     for ax in axes:
+        ax.grid(which="major", alpha=0.3)
         ax.legend(fontsize=8)
     return fig
 

@@ -167,18 +167,28 @@ def main(argv=None):
     exp.claim(all(by_kv_heads[name][8] == (8 // k) * by_kv_heads[name][k] for name in DTYPES for k in (4, 2, 1)),
               "the cache shrinks by exactly num_heads / kv_heads: 2x with 4 KV heads, 4x with 2, 8x with 1")
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained")
     labels = ["MHA 8", "GQA 4", "GQA 2", "MQA 1"]
     for offset, name in zip((-0.27, 0, 0.27), DTYPES):
         axes[0].bar([i + offset for i in range(4)], [by_kv_heads[name][k] for k in (8, 4, 2, 1)], width=0.27,
                     label=name)
     axes[0].set_xticks(range(4), labels)
     axes[0].set(title="MiniMind2 sizes: cache bytes per token", xlabel="layout (KV heads)", ylabel="bytes per token")
+    axes[0].yaxis.set_major_formatter(lambda value, _: f"{value:,.0f}")
     axes[0].legend(fontsize=8)
+    # Dots on a log axis, each with its value: a bar on a log axis starts wherever the axis does,
+    # so the smallest model's bar had almost no length at all.
     names = list(published_bytes)
-    axes[1].barh(names, [published_bytes[n] / 1024 for n in names], color="tab:purple")
+    kib = [published_bytes[n] / 1024 for n in names]
+    axes[1].scatter(kib, names, s=40, color="tab:purple", zorder=3)
+    axes[1].hlines(names, 1, kib, color="tab:purple", lw=1.5)
+    for value, name in zip(kib, names):
+        axes[1].annotate(f"{value:g} KiB", (value, name), xytext=(6, 0), textcoords="offset points", va="center")
     axes[1].set_xscale("log")
-    axes[1].set(title="16-bit cache per token (KiB, log scale)", xlabel="KiB per token")
+    axes[1].set_xlim(1, max(kib) * 8)
+    axes[1].set_ylim(-0.6, len(names) - 0.4)
+    axes[1].grid(axis="x", which="major", alpha=0.3)
+    axes[1].set(title="published models: 16-bit cache per token (log scale)", xlabel="KiB per token")
     exp.save(fig, "bytes")
     return exp.finish()
 

@@ -6,7 +6,7 @@
     python -m labkit.course quiz 03          take module 03's quiz in the terminal
     python -m labkit.course notebooks [03]   re-execute notebooks, storing fresh outputs
     python -m labkit.course student [--force] student copies, solutions removed
-    python -m labkit.course slides 03        module 03's notebook as offline slides
+    python -m labkit.course slides 03 [--no-solutions]  module 03's notebook as offline slides
     python -m labkit.course portability [03] notebooks run as other machines would: what changes
 
 Exit status: 0 when all went well, 1 when a script or notebook failed, 2 for a mistake the
@@ -159,7 +159,7 @@ def cmd_portability(args: argparse.Namespace, root: Path) -> int:
 
 def cmd_student(args: argparse.Namespace, root: Path) -> int:
     """Write outputs/student/NN_slug.ipynb for every notebook, solutions removed, checks kept."""
-    from labkit.course.student import StudentCopyError, write_student_copies
+    from labkit.course.student import OPEN_COPIES, StudentCopyError, write_student_copies
 
     notebooks = sorted((root / "notebooks").glob("*.ipynb"))
     if not notebooks:
@@ -174,7 +174,7 @@ def cmd_student(args: argparse.Namespace, root: Path) -> int:
                 "kept": "KEPT: it differs from a fresh copy, so it may hold your work "
                         "(delete it, or run make student FORCE=1, to regenerate)"}[item.status]
         print(f"  {item.path.relative_to(root).as_posix()}: {note}")
-    print("Open them with: make lab, then outputs/student/ (or jupyter lab outputs/student).")
+    print(f"Open them with: {OPEN_COPIES}")
     return 0
 
 
@@ -186,12 +186,13 @@ def cmd_slides(args: argparse.Namespace, root: Path) -> int:
     out_dir = root / "outputs" / "slides"
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        deck = write_slides(module.notebook, out_dir, root)
+        deck = write_slides(module.notebook, out_dir, root, solutions=not args.no_solutions)
     except SlidesError as error:
         print(error, file=sys.stderr)
         return 1
     print(f"Wrote {deck.relative_to(root).as_posix()}: open it in a browser (no network needed).")
-    print("Right arrow: next section; down arrow: next cell; space: everything in order; s: speaker view.")
+    print("Right arrow: next section; down arrow: next slide; space: everything in order, answers and "
+          "solutions included; s: speaker view, with the notes.")
     return 0
 
 
@@ -218,6 +219,8 @@ def _parser() -> argparse.ArgumentParser:
     student.set_defaults(run=cmd_student)
     slides = commands.add_parser("slides", help="a module's notebook as offline reveal.js slides (outputs/slides/)")
     slides.add_argument("module", help="module number, e.g. 03 or 3")
+    slides.add_argument("--no-solutions", action="store_true",
+                        help="leave the exercises' worked solutions out of the deck")
     slides.set_defaults(run=cmd_slides)
     portability = commands.add_parser(
         "portability", help="run notebooks as other machines would and list the stored outputs that change")

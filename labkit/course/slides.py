@@ -1,24 +1,23 @@
 """Slides from a notebook, for a classroom walkthrough that needs no network: `make slides M=NN`.
 
 `write_slides` turns `notebooks/NN_slug.ipynb`, with its stored outputs, into
-`outputs/slides/NN_slug.slides.html`, a reveal.js deck the instructor opens in any browser:
-
-- every Markdown cell that starts with a `#` or `##` heading opens a new slide (right arrow);
-- every other cell is a sub-slide of its section (down arrow), so the deck goes cell by cell, and
-  space walks through everything in order; exercise solutions come one step after their task;
-- `s` opens reveal.js's speaker view.
+`outputs/slides/NN_slug.slides.html`, a 16:9 reveal.js deck the instructor opens in any browser.
+slide_deck.py decides what goes on which slide (a slide per heading, exercises with their
+solutions on the next slide or left out, the quiz a question per slide, long prose in the speaker
+notes); slides.css makes it fit (code wraps, and a tall cell scrolls; figures scale to the slide).
+Right arrow: next section; down arrow: next slide of the section; space: everything in order;
+`s`: the speaker view with the notes.
 
 Offline: the deck loads reveal.js and MathJax from `outputs/slides/assets/`, never from a CDN.
-Those files come once from two wheels on PyPI, pinned in `requirements-slides.txt`
-(reveal.js as vendored by sphinx-revealjs, MathJax 2 as vendored by jupyter-server-mathjax),
-downloaded without their dependencies into `.venv/slides-wheels/` and unpacked; nothing is
-installed into the environment. After that first time, `make slides` needs no network at all.
-Widgets cannot run without a kernel; their cells show the static figure that precedes them.
+Those files come once from two wheels on PyPI, pinned in `requirements-slides.txt` (reveal.js as
+vendored by sphinx-revealjs; MathJax 3's single-file TeX-to-SVG build, which needs no font files,
+as vendored by django-static-mathjax), downloaded without their dependencies into
+`.venv/slides-wheels/` and unpacked; nothing is installed into the environment. After that first
+time, `make slides` needs no network at all.
 """
 
 from __future__ import annotations
 
-import copy
 import re
 import shutil
 import subprocess
@@ -28,27 +27,38 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.course.slide_deck import deck_notebook
+
 ASSETS = "assets"
-# What each wheel vendors, and where it goes under outputs/slides/assets/.
-_WHEEL_FILES: dict[str, tuple] = {
+# What each wheel vendors (a folder, or one file), and where it goes under outputs/slides/assets/.
+_WHEEL_FILES: dict[str, tuple[str, str]] = {
     "sphinx_revealjs": ("sphinx_revealjs/_static/revealjs/", "reveal.js"),
-    "jupyter_server_mathjax": ("jupyter_server_mathjax/static/", "mathjax"),
+    "django_static_mathjax": ("mathjax/static/mathjax/es5/tex-svg-full.js", "mathjax"),
 }
-# MathJax 2, with the one combined configuration that jupyter-server-mathjax ships.
-MATHJAX_URL = f"{ASSETS}/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+MATHJAX_URL = f"{ASSETS}/mathjax/tex-svg-full.js"
 REVEAL_PREFIX = f"{ASSETS}/reveal.js"
+WIDTH, HEIGHT = 1280, 720  # 16:9; reveal.js scales the slide to the screen
 
 # nbconvert's reveal template, minus everything it fetches from a CDN (jQuery, require.js,
-# mermaid, the widget manager), with reveal.js loaded by plain script tags instead of require.js.
-OFFLINE_TEMPLATE = """{%- extends 'reveal/index.html.j2' -%}
+# mermaid, the widget manager), with reveal.js loaded by plain script tags instead of require.js,
+# and MathJax 3 set up for the notebooks' $...$ and $$...$$ instead of MathJax 2.
+OFFLINE_TEMPLATE = r"""{%- extends 'reveal/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{%- block html_head_js_mathjax -%}
+<script>
+window.MathJax = {
+  tex: {inlineMath: [["$", "$"], ["\\(", "\\)"]], displayMath: [["$$", "$$"], ["\\[", "\\]"]],
+        processEscapes: true},
+  svg: {fontCache: "global"},
+  options: {enableMenu: false}
+};
+</script>
+<script src="{{ resources.mathjax_url }}"></script>
+{%- endblock html_head_js_mathjax -%}
 {%- block html_head_css -%}
 <style type="text/css">
-/* Code at a size where a 100-character line fits the slide; a taller cell scrolls. */
-:root { --jp-code-font-size: 15px; --jp-content-font-size1: 18px; }
-.reveal .slides section { height: 100%; overflow-y: auto; }
-.reveal .jp-OutputArea-output img { max-height: 560px; width: auto; }
+{{ resources.slides_css }}
 </style>
 {%- endblock html_head_css -%}
 {% block footer_js %}
@@ -56,32 +66,17 @@ OFFLINE_TEMPLATE = """{%- extends 'reveal/index.html.j2' -%}
 <script src="{{ resources.reveal.url_prefix }}/plugin/notes/notes.js"></script>
 <script>
 Reveal.initialize({
-  controls: true, progress: true, history: true, slideNumber: "c/t",
-  width: {{ resources.reveal.width | default('1100', true) }}, height: 760,
+  controls: true, progress: true, hash: true, slideNumber: "c/t", center: false, margin: 0.03,
+  transition: "none", width: {{ resources.slide_width }}, height: {{ resources.slide_height }},
   plugins: [RevealNotes]
-});
-Reveal.on("slidechanged", function (event) {
-  if (window.MathJax && MathJax.Hub) { MathJax.Hub.Queue(["Typeset", MathJax.Hub, event.currentSlide]); }
 });
 </script>
 {% endblock footer_js %}
 """
 
-_HEADING = re.compile(r"^\s*#{1,2}\s")
-
 
 class SlidesError(RuntimeError):
     """The slide assets could not be fetched, or a notebook cannot be made into slides."""
-
-
-def slide_types(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of `notebook` with reveal.js slide metadata: a section per heading, a step per cell."""
-    deck = copy.deepcopy(notebook)
-    for index, cell in enumerate(deck.cells):
-        opens_section = index == 0 or (cell.cell_type == "markdown" and _HEADING.match(cell.source))
-        cell.metadata["slideshow"] = {"slide_type": "slide" if opens_section else "subslide"}
-        cell.metadata.get("jupyter", {}).pop("source_hidden", None)  # a hidden solution: its own step
-    return deck
 
 
 def ensure_assets(out_dir: Path, root: Path) -> Path:
@@ -121,30 +116,40 @@ def _download_wheels(requirements: Path, folder: Path) -> None:
 
 
 def _unpack(wheel: Path, prefix: str, target: Path) -> None:
-    """Extract the files under `prefix` in `wheel` into `target`, atomically (all or nothing)."""
+    """Extract the file `prefix`, or the files under the folder `prefix`, from `wheel` into the
+    folder `target`, atomically (all or nothing)."""
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     with zipfile.ZipFile(wheel) as archive:
         for member in archive.namelist():
-            if member.startswith(prefix) and not member.endswith("/"):
-                destination = partial / member[len(prefix):]
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                destination.write_bytes(archive.read(member))
+            if member == prefix:
+                relative = Path(member).name
+            elif prefix.endswith("/") and member.startswith(prefix) and not member.endswith("/"):
+                relative = member[len(prefix):]
+            else:
+                continue
+            destination = partial / relative
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(archive.read(member))
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
 
 
-def write_slides(notebook_path: Path, out_dir: Path, root: Path) -> Path:
-    """Write `out_dir/<notebook>.slides.html` from the notebook's stored outputs; return its path."""
+def write_slides(notebook_path: Path, out_dir: Path, root: Path, solutions: bool = True) -> Path:
+    """Write `out_dir/<notebook>.slides.html` from the notebook's stored outputs; return its path.
+    `solutions=False` leaves the worked solutions out of the deck."""
     from jinja2 import DictLoader
     from nbconvert.exporters import SlidesExporter
 
     ensure_assets(out_dir, root)
-    deck = slide_types(nbformat.read(notebook_path, as_version=4))
+    notebook = nbformat.read(notebook_path, as_version=4)
+    deck = deck_notebook(notebook, notebook_path, out_dir, solutions=solutions)
     exporter = SlidesExporter(extra_loaders=[DictLoader({"offline_reveal.html.j2": OFFLINE_TEMPLATE})],
                               template_file="offline_reveal.html.j2", reveal_url_prefix=REVEAL_PREFIX,
                               mathjax_url=MATHJAX_URL, reveal_theme="white")
-    html, _ = exporter.from_notebook_node(deck, resources={"metadata": {"name": notebook_path.stem}})
+    resources = {"metadata": {"name": notebook_path.stem}, "slide_width": WIDTH, "slide_height": HEIGHT,
+                 "slides_css": Path(__file__).with_name("slides.css").read_text()}
+    html, _ = exporter.from_notebook_node(deck, resources=resources)
     target = out_dir / f"{notebook_path.stem}.slides.html"
     target.write_text(html)
     return target

@@ -23,6 +23,8 @@ import nbformat
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 PLACEHOLDER = 'raise NotImplementedError("your code here: write it, then run the check below")'
 SOLUTION_TAG, EXERCISE_TAG = "solution", "exercise"
+# The one way the course says how to open the copies: here, in `make help` and in the README.
+OPEN_COPIES = "make lab DIR=outputs/student"
 
 
 class StudentCopyError(ValueError):

@@ -161,6 +161,42 @@ def test_figures_are_saved_only_inside_the_output_folder(script, tmp_path):
             exp.save(fig, bad)
 
 
+def test_saved_figures_get_a_layout_and_plain_tick_labels(script, tmp_path):
+    exp = Experiment.start(DOC, str(script), ["--out", str(tmp_path)])
+    fig, (narrow, wide, large, by_hand, base2) = plt.subplots(1, 5)
+    base2.loglog([256, 512, 1024, 2048], [1, 2, 3, 4], base=2)
+    narrow.semilogy([1, 2, 3], [2.0, 4.0, 6.0])          # under a decade: matplotlib writes 2x10^0 ...
+    wide.semilogy([1, 2, 3], [1e-6, 1e-2, 10.0])         # seven decades: one label per power of ten
+    large.bar([0, 1], [3e5, 1.05e6])                    # matplotlib: 0.2 ... 1.0 and a "1e6" in the corner
+    by_hand.plot([1, 2], [1, 2])
+    by_hand.set_yscale("log")
+    by_hand.set_yticks([1, 2], ["one", "two"])          # ticks set by hand are kept
+    exp.args.show = True                                # keep the figure open to look at it
+    exp.save(fig, "ticks")
+    assert type(fig.get_layout_engine()).__name__ == "ConstrainedLayoutEngine"
+    fig.canvas.draw()
+
+    def shown(ax):
+        low, high = ax.get_ylim()
+        return [t.get_text() for t in ax.get_yticklabels() if t.get_text() and low <= t.get_position()[1] <= high]
+    assert shown(narrow) and set(shown(narrow)) <= {"1", "2", "5", "10"}, shown(narrow)
+    assert set(shown(wide)) >= {"1e-5", "1e-3", "0.1", "10"} and "2e-5" not in shown(wide), shown(wide)
+    assert "1M" in shown(large) and large.yaxis.get_offset_text().get_text() == ""
+    assert [t.get_text() for t in by_hand.get_yticklabels()] == ["one", "two"]
+    low, high = base2.get_xlim()
+    shown_base2 = {t.get_text() for t in base2.get_xticklabels() if low <= t.get_position()[0] <= high}
+    assert shown_base2 and shown_base2 <= {"256", "512", "1,024", "2,048"}, shown_base2
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("value, text", [(0, "0"), (2.0, "2"), (0.5, "0.5"), (50, "50"), (12000, "12k"),
+                                         (3e6, "3M"), (1e9, "1G"), (2e8, "200M"), (5e-5, "5e-5"), (0.002, "2e-3")])
+def test_plain_number(value, text):
+    from labkit.figures import plain_number
+
+    assert plain_number(value) == text
+
+
 def test_print_table_aligns_numbers_right_and_text_left(capsys):
     print_table(["name", "value"], [["a", 1.5], ["longer", 10.25]], ["", ".2f"])
     lines = capsys.readouterr().out.splitlines()

@@ -242,7 +242,7 @@ def test_annotate_writes_every_value_with_contrast():
     assert texts[((1, 0), "1.00")] == "black"  # viridis: yellow at the top of the scale
     assert texts[((0, 0), "0.00")] == "white"  # and dark purple at the bottom
     assert {t.get_text() for t in maps(show_heatmaps(weights, annotate=True, fmt=".1f"))[0].texts} >= {"0.2", "0.8"}
-    assert len(maps(show_heatmaps(weights))[0].texts) == 0
+    assert len(maps(show_heatmaps(weights, annotate=False))[0].texts) == 0
 
 
 # -------------------------------------------------------------------------------------- sizes
@@ -352,3 +352,18 @@ def test_a_notebook_shows_each_figure_exactly_once(tmp_path, monkeypatch):
         pngs = [o for o in cell.outputs if "image/png" in o.get("data", {})]
         assert len(pngs) == 1, f"{source!r} gave {len(pngs)} images: {cell.outputs}"
         assert not [o for o in cell.outputs if o.output_type == "error"]
+
+
+def test_small_maps_show_their_values_by_default_and_large_ones_do_not():
+    small = maps(show_heatmaps(torch.softmax(torch.randn(4, 4), dim=-1)))[0]
+    assert len(small.texts) == 16, "a 4 x 4 map is small enough to read its numbers"
+    large = maps(show_heatmaps(torch.softmax(torch.randn(16, 16), dim=-1)))[0]
+    assert not large.texts
+    assert not maps(show_heatmaps(torch.rand(4, 4), annotate=False))[0].texts
+    with pytest.raises(ValueError, match="annotate"):
+        show_heatmaps(torch.rand(4, 4), annotate="yes")
+
+
+def test_a_tiny_negative_is_written_as_zero_not_minus_zero():
+    texts = {t.get_text() for t in maps(show_heatmaps(torch.tensor([[-1e-9, -0.5], [0.25, 1.0]])))[0].texts}
+    assert texts == {"0.00", "-0.50", "0.25", "1.00"}

@@ -551,14 +551,14 @@ def test_the_runner_grades_re_prompts_hints_and_skips():
     assert lines == HEADER + [
         "",
         "Question 1 of 3",
-        "Why are the scores divided by $\\sqrt{d_k}$?",
+        "Why are the scores divided by √dₖ?",
         "  A. To save memory",
         "  B. To keep the softmax from saturating",
         "  C. To make them positive",
         "There is no choice X: type one letter, A to C.",
         "Hint: Think about the variance of a dot product.",
         "Right! The answer is B: To keep the softmax from saturating",
-        "Dot products of random vectors grow like $\\sqrt{d_k}$.",
+        "Dot products of random vectors grow like √dₖ.",
         "",
         "Question 2 of 3",
         "Which hold for every row of weights?",
@@ -646,3 +646,39 @@ def test_quiz_check_command(quizzes, capsys):
     assert capsys.readouterr().err.startswith('quizzes/02_qkv.json: "module" is "01_attention_basics"')
     assert _main(["schema"]) == 0 and json.loads(capsys.readouterr().out) == QUIZ_SCHEMA
     assert _main([]) == 2
+
+
+@pytest.mark.parametrize("tex, shown", [
+    ("$\\theta_i = b^{-2i/d}$", "θᵢ = b⁻²ⁱᐟᵈ"),
+    ("$\\mathrm{softmax}(Q K^T / \\sqrt{d})\\, V$", "softmax(Q Kᵀ / √d) V"),
+    ("$\\frac{b n (n+1)/2}{b n} = 500.5$", "(b n (n+1)/2)/(b n) = 500.5"),
+    ("$4 \\times 262{,}144 \\approx 10^{6}$", "4 × 262,144 ≈ 10⁶"),
+    ("$e^{s - m_{new}}$", "e^(s - m_(new))"),
+    ("call `rotate_half(x)` twice", "call rotate_half(x) twice"),
+    ("$\\ell \\leftarrow 3 e^{-3}$, $-\\infty \\le s$", "ℓ ← 3 e⁻³, -∞ ≤ s"),
+])
+def test_plain_text_writes_formulas_in_unicode_and_code_without_backticks(tex, shown):
+    from labkit.plain_math import plain_text
+
+    assert plain_text(tex) == shown
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "quizzes").glob("[0-9][0-9]_*.json")), ids=lambda p: p.stem)
+def test_the_terminal_quiz_prints_no_latex_and_no_backtick(path):
+    """Every question, choice, hint and explanation of every quiz, as the terminal shows them: each
+    question is answered wrong first (numeric) or right, after asking for its hint."""
+    quiz = load_quiz(path)
+    answers = []
+    for question in quiz.questions:
+        answers.append("?")
+        if question.type == "numeric":
+            answers.append(str(question.answer + 10 * (question.tolerance or 0) + 1e6))
+        else:
+            chosen = question.answer if question.type == "single" else question.answer[0]
+            answers.append(chr(ord("A") + chosen))
+    lines = []
+    score = run_terminal_quiz(quiz, input_fn=Script(*answers), print_fn=lambda *a: lines.append(" ".join(map(str, a))))
+    assert score.answered == len(quiz.questions)
+    printed = "\n".join(lines)
+    assert "$" not in printed and "`" not in printed
+    assert not re.search(r"\\[A-Za-z]+", printed), "a TeX command was left as it is"
