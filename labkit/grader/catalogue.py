@@ -211,8 +211,8 @@ CATALOGUE: tuple[Mistake, ...] = (
             "top-left as torch's is_causal: use causal_mask(T, S).", "05_masking", "prefill_decode",
             TopLeftCausal),
     Mistake("positions_from_zero", "positions restart at 0 after a cache", "The new tokens are "
-            "rotated as positions 0, 1, ... instead of continuing after the cached tokens: their "
-            "angles must start at the cache's length.", "07_kv_cache", "prefill_decode", PositionsFromZero),
+            "rotated as if they started the sequence at position 0 instead of continuing after the "
+            "cached tokens: their angles must start at the cache's length.", "07_kv_cache", "prefill_decode", PositionsFromZero),
     Mistake("cache_on_heads_axis", "cache appended on the wrong axis", "The new keys and values are "
             "concatenated on the heads axis (dim 1) instead of the positions axis (dim 2 of "
             "[B, H_kv, S, D]).", "07_kv_cache", "prefill_decode", CacheOnHeadsAxis),
