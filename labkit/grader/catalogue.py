@@ -65,6 +65,13 @@ class TopLeftCausal(SteppedAttention):
         return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril()  # torch's is_causal
 
 
+class NoMaskAfterCache(SteppedAttention):
+    def visible(self, attn_mask, query_len, key_len, device):
+        if attn_mask is None and query_len < key_len:  # "after a cache every key is in the past"
+            return torch.ones(query_len, key_len, dtype=torch.bool, device=device)
+        return super().visible(attn_mask, query_len, key_len, device)
+
+
 class MaskAfterSoftmax(SteppedAttention):
     def mask(self, scores, visible):
         return scores
@@ -212,10 +219,15 @@ CATALOGUE: tuple[Mistake, ...] = (
             TopLeftCausal),
     Mistake("positions_from_zero", "positions restart at 0 after a cache", "The new tokens are "
             "rotated as if they started the sequence at position 0 instead of continuing after the "
-            "cached tokens: their angles must start at the cache's length.", "07_kv_cache", "prefill_decode", PositionsFromZero),
+            "cached tokens: their angles must start at the cache's length.", "07_kv_cache", "prefill_decode",
+            PositionsFromZero),
     Mistake("cache_on_heads_axis", "cache appended on the wrong axis", "The new keys and values are "
             "concatenated on the heads axis (dim 1) instead of the positions axis (dim 2 of "
             "[B, H_kv, S, D]).", "07_kv_cache", "prefill_decode", CacheOnHeadsAxis),
+    Mistake("no_mask_after_cache", "no causal mask after a cache", "Every cached and new key is left "
+            "visible, which is right for one new token but lets a step of several tokens see its own "
+            "future: keep the causal mask, aligned bottom-right.", "07_kv_cache", "multi_token_step",
+            NoMaskAfterCache),
     Mistake("qk_norm_skipped", "q/k norm not applied", "The config asks for q/k norm (MiniMind3) "
             "and the layer has q_norm and k_norm, but never applies them: normalise each head's "
             "q and k before RoPE.", "10_capstone", "qk_norm", QKNormSkipped),
