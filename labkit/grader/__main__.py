@@ -27,17 +27,17 @@ def load_class(path: str, class_name: str | None):
     class the file defines. GraderUsageError says what is wrong otherwise."""
     file = Path(path)
     if not file.is_file():
-        raise GraderUsageError(f"FILE={path}: no such file; give the path of the .py file that defines your "
+        raise GraderUsageError(f"{path}: no such file; give the path of the .py file that defines your "
                                f"attention class.")
     if file.suffix != ".py":
-        raise GraderUsageError(f"FILE={path} is not a Python file (.py).")
+        raise GraderUsageError(f"{path} is not a Python file (.py).")
     spec = importlib.util.spec_from_file_location(f"learner_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(file.resolve().parent))  # the file may import its neighbours
     try:
         spec.loader.exec_module(module)
     except Exception as error:
-        raise GraderUsageError(f"FILE={path} does not import: {type(error).__name__}: {error}") from None
+        raise GraderUsageError(f"{path} does not import: {type(error).__name__}: {error}") from None
     finally:
         sys.path.remove(str(file.resolve().parent))
     defined = {name: value for name, value in vars(module).items()
