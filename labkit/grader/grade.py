@@ -93,7 +93,8 @@ def _check_parameters(cls, name: str) -> None:
         raise GraderUsageError(
             f"{name}'s parameters must be named as minimind_ref.Attention's ({', '.join(sorted(ours))}; "
             f"q_norm.weight and k_norm.weight only when config.qk_norm), so that the reference weights "
-            f"load with strict=True: {' and '.join(parts)}.")
+            f"load with strict=True: {' and '.join(parts)}"
+            f"{' (a buffer of your own is saved too unless registered with persistent=False)' if extra else ''}.")
 
 
 def grade(cls, name: str | None = None, seed: int = 0, quiet: bool = False,
