@@ -13,6 +13,8 @@ Public names, and the file that defines each (open it to see how it works):
     check                              checks.py        an exercise's verdict: right, or "not yet" and why
     show_quiz                          quiz_widget.py   a module's quiz as a form in the notebook
     explore, top_keys                  explorer.py      the attention explorer (module 09)
+    grade                              grader/          the capstone's grader: a ladder of stages, the
+                                                        first mistake located and named (module 10)
     TensorMemory                       memory.py        peak bytes of the tensors a block of torch code creates
     train, IGNORE_INDEX, fixed_threads training.py      the one seeded training loop behind every trained model
     load_tiny_model, held_out_loss,    tiny_model.py    the small trained MiniMind of module 09, its checkpoint
@@ -54,6 +56,7 @@ _HOME = {
     "show_quiz": "quiz_widget",
     "explore": "explorer",
     "top_keys": "explorer",
+    "grade": "grader",
     "TensorMemory": "memory",
     "train": "training",
     "IGNORE_INDEX": "training",

@@ -39,6 +39,7 @@ PLANNED_MODULES: dict[str, tuple[str, str]] = {
     "07": ("kv_cache", "The KV cache"),
     "08": ("flash", "FlashAttention"),
     "09": ("reading_heads", "Reading the heads of a trained model"),
+    "10": ("capstone", "Capstone: write MiniMind's attention, graded"),
 }
 
 # Where each part of a module lives: (folder, suffix of the NN_slug entry, entry is a folder).

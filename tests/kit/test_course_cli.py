@@ -90,7 +90,7 @@ def test_unknown_numbers_name_the_input_and_list_the_valid_ones(course, given):
     message = str(error.value)
     assert f"Unknown module '{given.strip()}'" in message
     assert "Modules on disk: 01." in message
-    assert "Planned but not yet written: 02..09." in message
+    assert "Planned but not yet written: 02..10." in message
     assert "Use: make exp M=01" in message
 
 
@@ -101,11 +101,11 @@ def test_a_planned_module_without_experiments_says_so(course):
 
 def test_a_module_on_disk_but_not_planned_is_valid(course):
     (course / "quizzes").mkdir()
-    (course / "quizzes" / "10_sparse_attention.json").write_text("{}")
-    module = get_module("10", course)
+    (course / "quizzes" / "11_sparse_attention.json").write_text("{}")
+    module = get_module("11", course)
     assert (module.slug, module.title, module.quiz.name) == (
-        "sparse_attention", "Sparse attention", "10_sparse_attention.json")
-    assert set(catalog.numbers_on_disk(course)) == {"01", "10"}
+        "sparse_attention", "Sparse attention", "11_sparse_attention.json")
+    assert set(catalog.numbers_on_disk(course)) == {"01", "11"}
 
 
 def test_experiment_scripts_sort_by_their_number(course):
@@ -274,7 +274,7 @@ def test_make_without_m_explains_before_building_the_venv(course, target):
     result = _make(root, target)
     assert result.returncode != 0
     assert f"make {target} needs a module number, as in: make {target} M=" in result.stderr
-    assert "Planned modules: 01..09." in result.stderr
+    assert "Planned modules: 01..10." in result.stderr
     assert not (root / ".venv").exists()
 
 
@@ -291,7 +291,7 @@ def test_make_help_is_the_default_and_every_listed_target_exists():
     default, helped = _make(REPO), _make(REPO, "help")
     assert default.returncode == 0 and default.stdout == helped.stdout
     targets = re.findall(r"^  ([a-z][a-z-]*) ", helped.stdout, flags=re.M)
-    expected = {"help", "setup", "lab", "test", "list", "exp", "experiments", "quiz", "notebooks",
+    expected = {"help", "setup", "lab", "test", "list", "exp", "experiments", "quiz", "grade", "notebooks",
                 "portability", "student", "slides", "bench", "clean", "distclean"}
     assert expected <= set(targets)
     for target in targets:  # -n: print the commands without running them

@@ -1,0 +1,19 @@
+"""The capstone's grader (module 10): plug a learner's attention into MiniMind, climb a ladder of
+stages from the cheapest to the whole model, stop at the first that fails, say where, and name the
+known mistake it matches.
+
+    stepped.py    SteppedAttention: minimind_ref's Attention cut into one method per step
+    catalogue.py  CATALOGUE: known mistakes, each a SteppedAttention with one step overridden
+    ladder.py     LADDER: the stages, their inputs, and running a class through one
+    compare.py    the first difference from the reference; whether two runs behave the same
+    grade.py      grade(cls) and its report; GraderUsageError
+    __main__.py   python -m labkit.grader FILE: the same grader on a learner's file (make grade)
+"""
+
+from .catalogue import BY_KEY, CATALOGUE, Mistake
+from .grade import GradeReport, GraderUsageError, diagnose, format_report, grade
+from .ladder import LADDER, STAGE, Stage, stage_number
+from .stepped import SteppedAttention
+
+__all__ = ["BY_KEY", "CATALOGUE", "GradeReport", "GraderUsageError", "LADDER", "Mistake", "STAGE", "Stage",
+           "SteppedAttention", "diagnose", "format_report", "grade", "stage_number"]

@@ -1,0 +1,242 @@
+"""The catalogue of known mistakes: each one planted in MiniMind's attention by one small class.
+
+Every entry is data (a key, a title, a one-sentence diagnosis, the module that teaches the step,
+the stage of the ladder that should first catch it) plus `plant`, a subclass of `SteppedAttention`
+that overrides exactly one step (two where a step moves: q/k norm after RoPE). The grader runs
+the planted classes on the stage a learner fails and names those whose output the learner's
+matches; the guide of module 10 shows this table, and the tests plant every entry and require
+the grader to name it, at its stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+import minimind_ref as mm
+
+from .stepped import SteppedAttention
+
+
+@dataclass(frozen=True)
+class Mistake:
+    key: str
+    title: str
+    diagnosis: str  # one sentence: what is wrong and what is right
+    module: str  # the module that teaches the step, NN_slug
+    stage: str  # the key of the stage that should first catch it
+    plant: type  # a SteppedAttention with exactly this mistake
+
+    @property
+    def teaches(self) -> str:
+        return f"module {self.module[:2]} (modules/{self.module}/README.md)"
+
+
+# -- scores and softmax ---------------------------------------------------------------------------
+
+class UnscaledScores(SteppedAttention):
+    def scores(self, q, k):
+        return q @ k.transpose(-2, -1)
+
+
+class ScaledByD(SteppedAttention):
+    def scores(self, q, k):
+        return (q @ k.transpose(-2, -1)) / self.head_dim
+
+
+class KeysNotTransposed(SteppedAttention):
+    def scores(self, q, k):
+        return (q @ k) / self.head_dim ** 0.5
+
+
+class SoftmaxOverQueries(SteppedAttention):
+    def softmax(self, scores, visible):
+        weights = torch.softmax(scores.float(), dim=-2).type_as(scores)
+        return weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
+
+
+# -- masks ----------------------------------------------------------------------------------------
+
+class TopLeftCausal(SteppedAttention):
+    def visible(self, attn_mask, query_len, key_len, device):
+        if attn_mask is not None:
+            return attn_mask
+        return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril()  # torch's is_causal
+
+
+class NoMaskAfterCache(SteppedAttention):
+    def visible(self, attn_mask, query_len, key_len, device):
+        if attn_mask is None and query_len < key_len:  # "after a cache every key is in the past"
+            return torch.ones(query_len, key_len, dtype=torch.bool, device=device)
+        return super().visible(attn_mask, query_len, key_len, device)
+
+
+class MaskAfterSoftmax(SteppedAttention):
+    def mask(self, scores, visible):
+        return scores
+
+    def softmax(self, scores, visible):
+        return torch.softmax(scores.float(), dim=-1).type_as(scores).masked_fill(~visible, 0.0)
+
+
+class MinusBillionFill(SteppedAttention):
+    def mask(self, scores, visible):
+        return scores.masked_fill(~visible, -1e9)
+
+
+class MinusInfinityFill(SteppedAttention):
+    def mask(self, scores, visible):
+        return scores.masked_fill(~visible, float("-inf"))
+
+    def softmax(self, scores, visible):
+        return torch.softmax(scores.float(), dim=-1).type_as(scores)
+
+
+# -- positions ------------------------------------------------------------------------------------
+
+class RopeOnValues(SteppedAttention):
+    def rotate(self, q, k, v, cos, sin, cache):
+        q, k = mm.apply_rotary_pos_emb(q, k, cos, sin)
+        _, v = mm.apply_rotary_pos_emb(q, v, cos, sin)
+        return q, k, v
+
+
+def rotate_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE on neighbour pairs (x0, x1), (x2, x3), ... with the angles meant for pairs (i, i + D/2)."""
+    if cos.dim() == 3:
+        cos, sin = cos[:, None], sin[:, None]
+    half = x.shape[-1] // 2
+    c, s = cos[..., :half], sin[..., :half]
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack((even * c - odd * s, even * s + odd * c), dim=-1).flatten(-2)
+
+
+class InterleavedRope(SteppedAttention):
+    def rotate(self, q, k, v, cos, sin, cache):
+        return rotate_interleaved(q, cos, sin), rotate_interleaved(k, cos, sin), v
+
+
+class PositionsFromZero(SteppedAttention):
+    def rotate(self, q, k, v, cos, sin, cache):
+        if cache is not None and cache.get_seq_length(self.layer_idx) > 0:
+            # the angles of positions 0 .. T-1, as if the new tokens started the sequence
+            cos, sin = mm.precompute_freqs_cis(self.head_dim, q.shape[2], self.config.rope_theta)
+        return super().rotate(q, k, v, cos, sin, cache)
+
+
+class QKNormSkipped(SteppedAttention):
+    def normalise(self, q, k):
+        return q, k
+
+
+class QKNormAfterRope(SteppedAttention):
+    def normalise(self, q, k):
+        return q, k
+
+    def rotate(self, q, k, v, cos, sin, cache):
+        q, k, v = super().rotate(q, k, v, cos, sin, cache)
+        if self.q_norm is None:
+            return q, k, v
+        return self.q_norm(q), self.k_norm(k), v
+
+
+# -- heads ----------------------------------------------------------------------------------------
+
+class RepeatTiled(SteppedAttention):
+    def share_kv(self, kv):
+        return kv.repeat(1, self.n_rep, 1, 1)
+
+
+class MergeWithoutTranspose(SteppedAttention):
+    def merge_heads(self, out):
+        batch, heads, seq_len, head_dim = out.shape
+        return out.reshape(batch, seq_len, heads * head_dim)
+
+
+class ViewNonContiguous(SteppedAttention):
+    def merge_heads(self, out):
+        batch, heads, seq_len, head_dim = out.shape
+        return out.transpose(1, 2).view(batch, seq_len, heads * head_dim)
+
+
+# -- the cache ------------------------------------------------------------------------------------
+
+class CacheOnHeadsAxis(SteppedAttention):
+    def append_to_cache(self, cache, k, v):
+        if cache.get_seq_length(self.layer_idx) == 0:
+            return cache.update(self.layer_idx, k, v)
+        old_k, old_v = cache.layer(self.layer_idx)
+        cache.update(self.layer_idx, k, v)  # keeps the cache's count of positions right
+        return torch.cat([old_k, k], dim=1), torch.cat([old_v, v], dim=1)
+
+
+class OneCacheSlot(SteppedAttention):
+    def append_to_cache(self, cache, k, v):
+        return cache.update(0, k, v)
+
+
+CATALOGUE: tuple[Mistake, ...] = (
+    Mistake("unscaled", "scores not scaled", "The scores q·k are not divided by sqrt(d): the softmax "
+            "comes out too sharp; divide by sqrt(head_dim).", "01_attention_basics", "one_head", UnscaledScores),
+    Mistake("scaled_by_d", "scores scaled by d", "The scores are divided by d instead of sqrt(d): the "
+            "softmax comes out too flat; divide by sqrt(head_dim).", "01_attention_basics", "one_head", ScaledByD),
+    Mistake("keys_not_transposed", "keys not transposed", "q is multiplied by k itself, not by k "
+            "transposed: the shapes only line up by accident; use q @ k.transpose(-2, -1).",
+            "01_attention_basics", "one_head", KeysNotTransposed),
+    Mistake("softmax_over_queries", "softmax over the wrong axis", "The softmax normalises over the "
+            "queries (dim=-2) instead of over the keys (dim=-1): each query's weights must sum to 1.",
+            "01_attention_basics", "one_head", SoftmaxOverQueries),
+    Mistake("view_non_contiguous", "view on a non-contiguous tensor", ".view after .transpose fails "
+            "because the transposed tensor is not contiguous: use .reshape (or .contiguous().view).",
+            "03_multi_head", "all_heads", ViewNonContiguous),
+    Mistake("merge_without_transpose", "heads merged without transposing back", "[B, H, T, D] is "
+            "reshaped to [B, T, H*D] without moving the heads axis back next to D first, which mixes "
+            "tokens with heads: transpose(1, 2) before the reshape.", "03_multi_head", "all_heads",
+            MergeWithoutTranspose),
+    Mistake("repeat_tiled", "repeat_kv in the wrong order", "The key/value heads are tiled (0, 1, 0, 1) "
+            "with repeat where each must serve a block of consecutive query heads (0, 0, 1, 1): use "
+            "repeat_interleave, or minimind_ref's repeat_kv.", "04_gqa", "grouped_kv", RepeatTiled),
+    Mistake("rope_on_values", "RoPE applied to values", "The values are rotated too: RoPE belongs on "
+            "queries and keys only, so that position changes who attends to whom, not what is carried.",
+            "06_rope", "rope", RopeOnValues),
+    Mistake("rope_interleaved", "RoPE on interleaved pairs", "Neighbouring dimensions (2i, 2i+1) are "
+            "rotated together, but MiniMind's angles are laid out for rotate-half pairs (i, i + D/2): "
+            "use rotate_half.", "06_rope", "rope", InterleavedRope),
+    Mistake("mask_after_softmax", "mask applied after the softmax", "The mask zeroes weights after "
+            "the softmax, so each row no longer sums to 1: hide the keys in the scores, before the "
+            "softmax.", "05_masking", "causal", MaskAfterSoftmax),
+    Mistake("minus_inf_fill", "-inf fill leaves NaN rows", "Hidden keys are filled with -inf and a "
+            "query that sees no key at all (a pad token) gets a NaN row, which spreads to every "
+            "token in the next layer: fill with finfo.min and zero such rows.", "05_masking",
+            "padded", MinusInfinityFill),
+    Mistake("minus_billion_fp16", "-1e9 filled in float16", "-1e9 does not fit in float16 (its "
+            "largest magnitude is 65504), so masked_fill fails: fill with "
+            "torch.finfo(scores.dtype).min.", "05_masking", "padded", MinusBillionFill),
+    Mistake("top_left_causal", "causal mask aligned top-left", "With fewer queries than keys the "
+            "causal mask must be aligned bottom-right (query i sits at position S - T + i), not "
+            "top-left as torch's is_causal: use causal_mask(T, S).", "05_masking", "prefill_decode",
+            TopLeftCausal),
+    Mistake("positions_from_zero", "positions restart at 0 after a cache", "The new tokens are "
+            "rotated as if they started the sequence at position 0 instead of continuing after the "
+            "cached tokens: their angles must start at the cache's length.", "07_kv_cache", "prefill_decode",
+            PositionsFromZero),
+    Mistake("cache_on_heads_axis", "cache appended on the wrong axis", "The new keys and values are "
+            "concatenated on the heads axis (dim 1) instead of the positions axis (dim 2 of "
+            "[B, H_kv, S, D]).", "07_kv_cache", "prefill_decode", CacheOnHeadsAxis),
+    Mistake("no_mask_after_cache", "no causal mask after a cache", "Every cached and new key is left "
+            "visible, which is right for one new token but lets a step of several tokens see its own "
+            "future: keep the causal mask, aligned bottom-right.", "07_kv_cache", "multi_token_step",
+            NoMaskAfterCache),
+    Mistake("qk_norm_skipped", "q/k norm not applied", "The config asks for q/k norm (MiniMind3) "
+            "and the layer has q_norm and k_norm, but never applies them: normalise each head's "
+            "q and k before RoPE.", "10_capstone", "qk_norm", QKNormSkipped),
+    Mistake("qk_norm_after_rope", "q/k norm after RoPE", "q and k are normalised after RoPE instead "
+            "of before: the norm's per-dimension gains do not commute with the rotation.",
+            "10_capstone", "qk_norm", QKNormAfterRope),
+    Mistake("one_cache_slot", "every layer writes cache slot 0", "The layer passes 0 instead of its "
+            "own layer_idx to past_key_values.update, so all layers pile their keys into one slot: "
+            "each layer passes self.layer_idx.", "07_kv_cache", "whole_model", OneCacheSlot),
+)
+
+BY_KEY = {mistake.key: mistake for mistake in CATALOGUE}

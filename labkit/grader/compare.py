@@ -1,0 +1,179 @@
+"""Where a learner's results first differ from the reference's, and whether they are a planted mistake's.
+
+`first_difference` walks the records of a stage in the order they were made (episode, layer,
+call) and places the first difference as finely as the results allow: in the attention weights
+(batch, query, head, key), else in the heads joined before `o_proj` (batch, query, head), else in
+the output (batch, query). "First" means the earliest query position, then the lowest head and
+key. `same_behaviour` says whether two runs agree everywhere, errors included: that is how a
+failing output is matched to an entry of the catalogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .ladder import GENERATED, TOLERANCE, Call, Episode, Outcome, Raised, Records
+
+
+@dataclass
+class Difference:
+    episode: str
+    layer: int  # -1: the whole model
+    call: str
+    quantity: str  # "attention weights", "heads before o_proj", "output", "logits", "tokens", or "error"
+    where: dict  # batch, query (absolute position), head, key, as far as known
+    expected: float | None = None
+    actual: float | None = None
+    largest: dict | None = None  # quantity -> largest |actual - expected| over the compared entries
+    tolerance: tuple | None = None
+    error: str | None = None  # what the learner's code raised, or a shape problem, in words
+
+
+def _bad(actual: torch.Tensor, expected: torch.Tensor, care: torch.Tensor | None, tolerance) -> torch.Tensor:
+    """Entries that are too far apart, or non-finite where the expected value is finite, as a bool tensor."""
+    atol, rtol = tolerance
+    a, e = actual.double(), expected.double()
+    far = (a - e).abs() > atol + rtol * e.abs()
+    far = far | (torch.isfinite(e) & ~torch.isfinite(a))
+    if care is not None:
+        # rows not compared (pad queries) must still be finite: a NaN there spreads in the next layer
+        far = (far & care) | (~torch.isfinite(a) & torch.isfinite(e))
+    return far
+
+
+def _largest(actual, expected, care) -> float:
+    """The largest |actual - expected| over the compared entries (inf where one is not finite)."""
+    diff = (actual.double() - expected.double()).abs().nan_to_num(nan=float("inf"))
+    if care is not None:  # rows not compared count only where they are not finite
+        diff = torch.where(care | ~torch.isfinite(actual), diff, torch.zeros_like(diff))
+    return diff.max().item() if diff.numel() else 0.0
+
+
+def _rows(call: Call | None, shape: torch.Size, layout: str) -> torch.Tensor | None:
+    """The rows that are compared, broadcast to a result's shape ([B, T, C] or [B, H, T, S])."""
+    if call is None or call.real is None:
+        return None
+    real = call.real
+    return (real[:, None, :, None] if layout == "weights" else real[:, :, None]).expand(shape)
+
+
+def _place(bad: torch.Tensor, layout: str, call: Call | None, head_dim: int | None) -> tuple[dict, tuple]:
+    """Where the first bad entry is, in words (absolute query position), and its index."""
+    start = call.first_position if call is not None else 0
+    if layout == "weights":  # [B, H, T, S] -> first by (batch, query, head, key)
+        b, q, h, k = (int(i) for i in bad.permute(0, 2, 1, 3).nonzero()[0])
+        return {"batch": b, "query": start + q, "head": h, "key": k}, (b, h, q, k)
+    b, q, c = (int(i) for i in bad.nonzero()[0])
+    where = {"batch": b, "query": start + q}
+    if layout == "merged" and head_dim:
+        where["head"] = c // head_dim
+    else:
+        where["channel"] = c
+    return where, (b, q, c)
+
+
+def compare_outcome(actual: Outcome, expected: Outcome, call: Call | None, dtype, head_dim: int | None,
+                    episode: str, layer: int, label: str) -> Difference | None:
+    """The first difference between one call's results, or None when they agree."""
+    tolerance = TOLERANCE[dtype]
+    base = dict(episode=episode, layer=layer, call=label, tolerance=tolerance)
+    if not isinstance(actual.out, torch.Tensor) or actual.out.shape != expected.out.shape:
+        shape = tuple(actual.out.shape) if isinstance(actual.out, torch.Tensor) else type(actual.out).__name__
+        return Difference(**base, quantity="output", where={},
+                          error=f"the output has shape {shape}, expected {tuple(expected.out.shape)}")
+    largest = {}
+    layouts = [("attention weights", "weights", actual.weights, expected.weights),
+               ("heads before o_proj", "merged", actual.merged, expected.merged),
+               ("output", "output", actual.out, expected.out)]
+    found = None
+    for quantity, layout, got, want in layouts:
+        if got is None or want is None:
+            continue
+        if got.shape != want.shape:
+            if found is None:
+                found = Difference(**base, quantity=quantity, where={},
+                                   error=f"the {quantity} have shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+            continue
+        care = _rows(call, want.shape, layout)
+        bad = _bad(got, want, care, tolerance)
+        largest[quantity] = _largest(got, want, care)
+        if bad.any() and found is None:
+            where, index = _place(bad, layout, call, head_dim)
+            found = Difference(**base, quantity=quantity, where=where, expected=want[index].item(),
+                               actual=got[index].item())
+    if found is not None:
+        found.largest = largest
+    return found
+
+
+def first_difference(actual: Records, expected: Records, episodes: list[Episode],
+                     head_dim: int | None) -> Difference | None:
+    """The first record, in the order the stage ran them, where the learner's run differs."""
+    for key, want in expected.items():
+        e, layer, label = key
+        name = episodes[e].label
+        call = next((c for c in episodes[e].calls if c.label == label), None)
+        dtype = episodes[e].dtype
+        got = actual.get(key)
+        if got is None:  # the learner stopped earlier in this episode: its error is reported there
+            raised = next((r for k, r in actual.items() if k[:2] == key[:2] and isinstance(r, Raised)), None)
+            if raised is None:
+                continue
+            key_of = next(k for k, r in actual.items() if r is raised)
+            return Difference(name, layer, key_of[2], "error", {}, error=raised.text)
+        if isinstance(got, Raised):
+            return Difference(name, layer, label, "error", {}, error=got.text)
+        if isinstance(want, Raised):
+            return Difference(name, layer, label, "error", {}, error=f"the reference raised {want.text}")
+        if label.startswith("generate"):
+            difference = _token_difference(got.out, want.out, name, label)
+        else:
+            difference = compare_outcome(got, want, call, dtype, head_dim, name, layer, label)
+            if difference is not None and label == "logits":  # [B, T, vocab]: the channel is a token id
+                difference.quantity = "logits"
+                difference.where = {("token" if k == "channel" else k): v for k, v in difference.where.items()}
+        if difference is not None:
+            return difference
+    return None
+
+
+def _token_difference(got: torch.Tensor, want: torch.Tensor, episode: str, label: str) -> Difference | None:
+    if got.shape != want.shape:
+        return Difference(episode, -1, label, "tokens", {},
+                          error=f"generated ids of shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+    differs = got != want
+    if not differs.any():
+        return None
+    b, p = (int(i) for i in differs.nonzero()[0])
+    prompt = got.shape[1] - GENERATED
+    where = {"batch": b, "generated": f"{p - prompt + 1} of {GENERATED} (position {p})"}
+    return Difference(episode, -1, label, "tokens", where, expected=int(want[b, p]), actual=int(got[b, p]))
+
+
+def same_behaviour(first: Records, second: Records, episodes: list[Episode]) -> bool:
+    """True when two runs of a stage made the same calls with the same results (within the
+    tolerance, NaN where the other has NaN) or raised the same error at the same call."""
+    if first.keys() != second.keys():
+        return False
+    for key, a in first.items():
+        b = second[key]
+        if isinstance(a, Raised) or isinstance(b, Raised):
+            if not (isinstance(a, Raised) and isinstance(b, Raised) and a.text == b.text):
+                return False
+            continue
+        dtype = episodes[key[0]].dtype
+        for x, y in ((a.out, b.out), (a.weights, b.weights)):
+            if x is None or y is None:
+                continue
+            if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.shape != y.shape:
+                return False
+            if x.dtype in (torch.int64, torch.int32):
+                if not torch.equal(x, y):
+                    return False
+                continue
+            atol, rtol = TOLERANCE[dtype]
+            if not torch.allclose(x.double(), y.double(), atol=atol, rtol=rtol, equal_nan=True):
+                return False
+    return True

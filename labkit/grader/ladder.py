@@ -1,0 +1,333 @@
+"""The grader's ladder: ten stages, cheapest first, each adding one thing to the ones before.
+
+Stages 1 to 9 test one attention layer at a time. Each layer of a small random MiniMind (hidden 64,
+two layers; `labkit.random_minimind`) and the learner's layer built for the same place, with the
+same weights loaded strictly, get the same inputs: hidden states, RoPE angles, a mask, a KV cache
+of their own. Their outputs are compared three ways, so that a difference can be placed: the
+attention weights (batch, head, query, key), the heads joined just before `o_proj` (batch, query,
+head) and the output (batch, query). Stage 10 swaps the learner's layer into every block of the
+model and compares the logits and greedy generation with transformers' Llama and Qwen3 twins.
+
+A stage is data (`Stage`): its title, what it adds, the config it changes, and the episodes it runs
+(`Episode`: a dtype and a list of calls that share each layer's cache). `run_stage` returns what
+each call gave (`Records`), which `first_difference` compares with the reference and
+`same_behaviour` with a planted mistake.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+import minimind_ref as mm
+from labkit.models import random_minimind
+
+# The small MiniMind every stage starts from; a stage changes only what it tests.
+BASE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            vocab_size=64, max_position_embeddings=64)
+
+# |actual - expected| <= ATOL + RTOL * |expected|. float32: a learner's own order of operations
+# stays within ~1e-6 of the reference on these sizes; every planted mistake is off by more than 1e-2.
+TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2)}
+
+
+@dataclass
+class Call:
+    """One forward of a layer: x [B, T, C], angles (cos, sin), a mask, whether it uses the cache."""
+
+    label: str
+    x: torch.Tensor | None = None  # None in stage 10, whose calls are whole-model checks
+    cos: torch.Tensor | None = None
+    sin: torch.Tensor | None = None
+    attn_mask: torch.Tensor | None = None
+    cached: bool = False
+    first_position: int = 0  # the absolute position of the first query (after a cache: its length)
+    real: torch.Tensor | None = None  # [B, T] bool: rows to compare (pad queries are not read)
+
+
+@dataclass
+class Episode:
+    label: str
+    calls: list[Call]
+    dtype: torch.dtype = torch.float32
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str
+    title: str
+    adds: str  # what this stage tests that the earlier ones did not
+    module: str  # where that is taught
+    config: dict = field(default_factory=dict)
+    episodes: Callable[[mm.MiniMindConfig, torch.Generator], list[Episode]] | None = None  # None: the whole model
+
+    def make_config(self) -> mm.MiniMindConfig:
+        return mm.MiniMindConfig(**{**BASE, **self.config})
+
+
+# -- the inputs of each stage ---------------------------------------------------------------------
+
+def _hidden(config, batch, length, generator):
+    return torch.randn(batch, length, config.hidden_size, generator=generator)
+
+
+def _no_positions(config, length):
+    """cos = 1, sin = 0: every rotation is the identity, as if RoPE were not there."""
+    return torch.ones(length, config.head_dim), torch.zeros(length, config.head_dim)
+
+
+def _angles(config, positions):
+    cos, sin = mm.precompute_freqs_cis(config.head_dim, config.max_position_embeddings, config.rope_theta)
+    return cos[positions], sin[positions]
+
+
+def _all_visible(batch, length):
+    return torch.ones(batch, 1, length, length, dtype=torch.bool)
+
+
+def _bidirectional(positions: bool):
+    """One call over 5 tokens (6 with RoPE), every key visible: scores, softmax, values, heads."""
+    def episodes(config, generator):
+        length = 6 if positions else 5
+        cos, sin = _angles(config, torch.arange(length)) if positions else _no_positions(config, length)
+        x = _hidden(config, 2, length, generator)
+        call = Call(f"{length} tokens", x, cos, sin, _all_visible(2, length))
+        return [Episode("one call, every key visible", [call])]
+    return episodes
+
+
+def _causal(config, generator):
+    cos, sin = _angles(config, torch.arange(6))
+    call = Call("6 tokens", _hidden(config, 2, 6, generator), cos, sin)
+    return [Episode("one call, causal (attn_mask=None)", [call])]
+
+
+def _padded(config, generator):
+    """Three sequences of 6, 3 and 1 tokens, left-padded to 6, in float32 and then float16."""
+    lengths, length = [6, 3, 1], 6
+    attention_mask = torch.tensor([[0] * (length - n) + [1] * n for n in lengths])
+    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    cos, sin = _angles(config, positions)  # [B, T, D]: each sequence counts from its first token
+    mask = mm.combined_mask(attention_mask, length, length)  # [B, 1, T, T], causality included
+    x = _hidden(config, len(lengths), length, generator)
+    call = Call("3 sequences of 6, 3 and 1 tokens, left-padded", x, cos, sin, mask, real=attention_mask.bool())
+    return [Episode("a left-padded batch in float32", [call]),
+            Episode("the same batch in float16", [copy.copy(call)], torch.float16)]
+
+
+def _cached(prefill: int, steps: list[int]):
+    """A prefill of `prefill` tokens into the cache, then steps of the given sizes, each seeing it all."""
+    def episodes(config, generator):
+        calls, start = [], 0
+        for index, size in enumerate([prefill, *steps]):
+            cos, sin = _angles(config, torch.arange(start, start + size))
+            label = f"prefill of {size} tokens" if index == 0 else (
+                f"step {index}: {size} new token{'s' if size > 1 else ''} at position{'s' if size > 1 else ''} "
+                f"{start}{f'..{start + size - 1}' if size > 1 else ''}")
+            calls.append(Call(label, _hidden(config, 2, size, generator), cos, sin, cached=True, first_position=start))
+            start += size
+        return [Episode("prefill, then decoding with the KV cache", calls)]
+    return episodes
+
+
+LADDER: tuple[Stage, ...] = (
+    Stage("one_head", "one head, no positions", "scores, their scale, the softmax and the weighted values, "
+          "on one head with every key visible and RoPE's angles at zero", "01_attention_basics",
+          dict(num_attention_heads=1, num_key_value_heads=1), _bidirectional(False)),
+    Stage("all_heads", "all heads", "four heads: splitting the projections into heads and joining them back",
+          "03_multi_head", dict(num_key_value_heads=4), _bidirectional(False)),
+    Stage("grouped_kv", "grouped key/value heads", "four query heads sharing two key/value heads (repeat_kv)",
+          "04_gqa", {}, _bidirectional(False)),
+    Stage("rope", "RoPE", "rotary position embeddings on queries and keys, positions 0..5", "06_rope", {},
+          _bidirectional(True)),
+    Stage("causal", "the causal mask", "attn_mask=None: each token sees itself and the past only", "05_masking",
+          {}, _causal),
+    Stage("padded", "a padded batch", "a left-padded batch with its mask and per-sequence positions, in float32 "
+          "and float16", "05_masking", {}, _padded),
+    Stage("prefill_decode", "prefill, then cached decoding", "the KV cache: a prefill of 5 tokens, then three "
+          "one-token steps that attend to it", "07_kv_cache", {}, _cached(5, [1, 1, 1])),
+    Stage("multi_token_step", "several tokens after a cache", "steps of 3 and 2 tokens after a cache: fewer "
+          "queries than keys, causal within the step", "07_kv_cache", {}, _cached(4, [3, 2])),
+    Stage("qk_norm", "q/k norm (MiniMind3)", "qk_norm=True: each head's q and k RMS-normalised before RoPE, "
+          "with the cache", "10_capstone", dict(qk_norm=True), _cached(5, [1, 2])),
+    Stage("whole_model", "the whole model", "the layer in every block: logits of a padded batch and greedy "
+          "generation, against transformers' Llama (qk_norm off) and Qwen3 (on)", "10_capstone"),
+)
+
+STAGE = {stage.key: stage for stage in LADDER}
+
+
+def stage_number(stage: Stage) -> int:
+    return LADDER.index(stage) + 1
+
+
+# -- running a stage ------------------------------------------------------------------------------
+
+@dataclass
+class Raised:
+    """A call that raised: compared with another by its type and message."""
+
+    error: BaseException
+
+    @property
+    def text(self) -> str:
+        return f"{type(self.error).__name__}: {self.error}"
+
+
+@dataclass
+class Outcome:
+    out: torch.Tensor
+    weights: torch.Tensor | None
+    merged: torch.Tensor | None  # the heads joined, as o_proj receives them
+
+
+# (episode index, layer or -1 for the whole model, call label) -> what the call gave
+Records = dict[tuple[int, int, str], "Outcome | Raised"]
+
+
+class Unfinished(Exception):
+    """The learner's class raises NotImplementedError: the exercise is not written yet."""
+
+
+def build_layer(cls: type, config: mm.MiniMindConfig, reference: nn.Module, layer_idx: int, dtype) -> nn.Module:
+    """The learner's layer for `layer_idx`, with the reference layer's weights loaded strictly."""
+    try:
+        layer = cls(config, layer_idx)
+    except NotImplementedError as error:
+        raise Unfinished(str(error)) from None
+    layer.load_state_dict(reference.state_dict(), strict=True)
+    return layer.to(dtype).eval()
+
+
+def _call(layer: nn.Module, call: Call, cache, dtype) -> Outcome:
+    merged = []
+    projection = getattr(layer, "o_proj", None)
+    hook = projection.register_forward_hook(lambda module, args, out: merged.append(args[0])) \
+        if isinstance(projection, nn.Module) else None
+    try:
+        with torch.no_grad():
+            result = layer(call.x.to(dtype), (call.cos, call.sin), call.attn_mask, cache if call.cached else None, True)
+    finally:
+        if hook is not None:
+            hook.remove()
+    out, weights = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
+    return Outcome(out, weights if isinstance(weights, torch.Tensor) else None, merged[0] if merged else None)
+
+
+def run_stage(cls: type, stage: Stage, seed: int = 0) -> Records:
+    """Run every episode of a layer stage with layers of class `cls`; a call that raises ends its
+    layer's episode. NotImplementedError anywhere raises Unfinished."""
+    config = stage.make_config()
+    model = random_minimind(config, seed=seed)
+    episodes = stage.episodes(config, torch.Generator().manual_seed(seed))
+    records: Records = {}
+    for e, episode in enumerate(episodes):
+        for layer_idx, block in enumerate(model.model.layers):
+            reference = copy.deepcopy(block.self_attn).to(episode.dtype)
+            try:
+                layer = build_layer(cls, config, reference, layer_idx, episode.dtype)
+            except Unfinished:
+                raise
+            except Exception as error:  # a load_state_dict that fails is this stage's finding
+                records[(e, layer_idx, "building the layer")] = Raised(error)
+                continue
+            cache = mm.KVCache(config, batch_size=episode.calls[0].x.shape[0])
+            for call in episode.calls:
+                try:
+                    records[(e, layer_idx, call.label)] = _call(layer, call, cache, episode.dtype)
+                except NotImplementedError as error:
+                    raise Unfinished(str(error)) from None
+                except Exception as error:
+                    records[(e, layer_idx, call.label)] = Raised(error)
+                    break
+    return records
+
+
+def stage_inputs(stage: Stage, seed: int = 0) -> tuple[mm.MiniMindConfig, list[Episode]]:
+    config = stage.make_config()
+    return config, stage.episodes(config, torch.Generator().manual_seed(seed))
+
+
+# -- the whole model ------------------------------------------------------------------------------
+
+GENERATED = 8  # greedy tokens compared with transformers' generate
+
+
+def _prompts(vocab: int, generator: torch.Generator):
+    single = torch.randint(1, vocab, (1, 7), generator=generator)
+    lengths = [7, 4]
+    padded = torch.zeros(2, 7, dtype=torch.long)
+    mask = torch.zeros(2, 7, dtype=torch.long)
+    for row, n in enumerate(lengths):
+        padded[row, 7 - n:] = torch.randint(1, vocab, (n,), generator=generator)
+        mask[row, 7 - n:] = 1
+    return single, padded, mask
+
+
+def swapped_model(cls: type, model: mm.MiniMindForCausalLM) -> mm.MiniMindForCausalLM:
+    """A copy of `model` whose every block's attention is the learner's, same weights."""
+    learner = copy.deepcopy(model)
+    for layer_idx, block in enumerate(learner.model.layers):
+        block.self_attn = build_layer(cls, model.config, block.self_attn, layer_idx, torch.float32)
+    return learner.eval()
+
+
+def run_model(cls: type | None, seed: int = 0, twins: dict | None = None) -> Records:
+    """Stage 10's records for layers of class `cls`, or for transformers' twins when `cls` is None.
+    Keys: (layout, -1, check), where check is "logits", "generate one" or "generate batch"."""
+    from minimind_ref.oracles import hf_twin
+
+    records: Records = {}
+    for e, qk_norm in enumerate((False, True)):
+        config = mm.MiniMindConfig(**{**BASE, "qk_norm": qk_norm})
+        model = random_minimind(config, seed=seed)
+        single, padded, mask = _prompts(config.vocab_size, torch.Generator().manual_seed(seed))
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        if cls is None:
+            runner = hf_twin(model)
+        else:
+            try:
+                runner = swapped_model(cls, model)
+            except Unfinished:
+                raise
+            except Exception as error:
+                records[(e, -1, "building the model")] = Raised(error)
+                continue
+        checks = {
+            "logits": lambda: runner(padded, attention_mask=mask, position_ids=positions).logits,
+            "generate one": lambda: _greedy(runner, single, None, cls is None),
+            "generate batch": lambda: _greedy(runner, padded, mask, cls is None),
+        }
+        for name, check in checks.items():
+            try:
+                with torch.no_grad():
+                    records[(e, -1, name)] = Outcome(check(), None, None)
+            except NotImplementedError as error:
+                raise Unfinished(str(error)) from None
+            except Exception as error:
+                records[(e, -1, name)] = Raised(error)
+                break
+    return records
+
+
+def _greedy(model, ids, mask, is_twin: bool) -> torch.Tensor:
+    if is_twin:
+        return model.generate(ids, attention_mask=mask if mask is not None else torch.ones_like(ids),
+                              max_new_tokens=GENERATED, min_new_tokens=GENERATED, do_sample=False,
+                              eos_token_id=None, pad_token_id=0)
+    return model.generate(ids, GENERATED, attention_mask=mask)
+
+
+MODEL_LAYOUTS = ("Llama layout (qk_norm off)", "Qwen3 layout (qk_norm on)")
+
+
+def model_episodes(seed: int = 0) -> list[Episode]:
+    """Stage 10's checks as episodes, for comparing: logits of the padded batch (its real tokens
+    only), greedy tokens of one prompt and of the padded batch."""
+    _, _, mask = _prompts(BASE["vocab_size"], torch.Generator().manual_seed(seed))
+    checks = [Call("logits", real=mask.bool()), Call("generate one"), Call("generate batch")]
+    return [Episode(layout, checks) for layout in MODEL_LAYOUTS]

@@ -1,0 +1,186 @@
+"""The capstone's grader (labkit.grader): the reference passes every stage, every planted mistake
+is caught at its stage and named, the report places the difference, and a class or file that
+cannot be graded is a usage error (exit 2) that says why."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import minimind_ref as mm
+from labkit.grader import BY_KEY, CATALOGUE, LADDER, STAGE, GraderUsageError, SteppedAttention, grade, stage_number
+from labkit.grader.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("cls", [mm.Attention, SteppedAttention], ids=["minimind_ref", "stepped"])
+def test_the_reference_passes_every_stage(cls, capsys):
+    report = grade(cls)
+    assert report.passed and [s.key for s in report.passed_stages] == [s.key for s in LADDER]
+    assert capsys.readouterr().out.startswith(f"✓ {cls.__name__}: right. It passes all {len(LADDER)} stages")
+
+
+def test_the_ladder_runs_cheapest_first_and_ends_with_the_whole_model():
+    assert len(LADDER) == 10 and LADDER[-1].key == "whole_model" and LADDER[0].key == "one_head"
+    heads = [s.make_config().num_attention_heads for s in LADDER[:3]]
+    assert heads == [1, 4, 4] and LADDER[2].make_config().num_key_value_heads == 2
+    assert LADDER[8].make_config().qk_norm and not any(s.make_config().qk_norm for s in LADDER[:8])
+
+
+@pytest.mark.parametrize("mistake", CATALOGUE, ids=lambda m: m.key)
+def test_every_planted_mistake_is_caught_at_its_stage_and_named(mistake):
+    report = grade(mistake.plant, quiet=True)
+    assert not report.passed
+    assert report.stage.key == mistake.stage, f"caught at {report.stage.key}"
+    assert report.matches == [mistake], [m.key for m in report.matches]
+    assert [s.key for s in report.passed_stages] == [s.key for s in LADDER[:stage_number(report.stage) - 1]]
+    text = str(report)
+    assert f"diagnosis: {mistake.title}." in text and f"modules/{mistake.module}/README.md" in text
+
+
+def test_the_catalogue_lists_every_mistake_the_issue_names_with_a_module_that_exists():
+    wanted = {"unscaled", "scaled_by_d", "keys_not_transposed", "softmax_over_queries", "top_left_causal",
+              "mask_after_softmax", "minus_billion_fp16", "rope_on_values", "rope_interleaved",
+              "positions_from_zero", "repeat_tiled", "merge_without_transpose", "view_non_contiguous",
+              "cache_on_heads_axis"}
+    assert wanted <= set(BY_KEY)
+    for mistake in CATALOGUE:
+        assert (ROOT / "modules" / mistake.module / "README.md").is_file()
+        assert mistake.stage in STAGE and mistake.diagnosis.count(". ") == 0, mistake.key  # one sentence
+        assert issubclass(mistake.plant, SteppedAttention)
+
+
+def test_the_report_places_the_difference():
+    report = grade(BY_KEY["repeat_tiled"].plant, quiet=True)
+    assert report.difference.quantity == "attention weights"
+    assert report.difference.where == {"batch": 0, "query": 0, "head": 1, "key": 0}  # head 1 reads KV head 1
+    decode = grade(BY_KEY["top_left_causal"].plant, quiet=True).difference
+    assert decode.call.startswith("step 1") and decode.where["query"] == 5  # the first decoded position
+    assert decode.actual == pytest.approx(1.0)  # sees key 0 only
+    text = str(grade(BY_KEY["rope_on_values"].plant, quiet=True))
+    assert "first difference, in the heads before o_proj: layer 0, sequence 0, query position 0, head 0" in text
+
+
+def test_an_unknown_mistake_is_located_but_not_named():
+    class Louder(SteppedAttention):
+        def forward(self, *args):
+            out, weights = super().forward(*args)
+            return out * 1.01, weights
+
+    report = grade(Louder, quiet=True)
+    assert report.stage.key == "one_head" and report.matches == [] and report.difference.quantity == "output"
+    assert "matches none of the" in str(report)
+
+
+def test_a_class_not_written_yet_says_not_yet():
+    class MyAttention(nn.Module):
+        def __init__(self, config, layer_idx=0):
+            super().__init__()
+            raise NotImplementedError("your code here")
+
+        def forward(self, x, position_embeddings, attn_mask=None, past_key_values=None, output_attentions=False):
+            raise NotImplementedError
+
+    report = grade(MyAttention, quiet=True)
+    assert report.unfinished and not report.passed
+    assert "not yet" in str(report) and "not filled in yet" in str(report)
+
+
+def test_missing_qk_norm_parameters_fail_stage_9_not_the_usage():
+    class NoNorms(SteppedAttention):
+        def __init__(self, config, layer_idx=0):
+            super().__init__(mm.MiniMindConfig(**{**config.to_dict(), "qk_norm": False}), layer_idx)
+
+    report = grade(NoNorms, quiet=True)
+    assert report.stage.key == "qk_norm" and "q_norm.weight" in report.difference.error
+
+
+@pytest.mark.parametrize("cls, words", [
+    (int, "derived from torch.nn.Module"),
+    (type("NoLayerIdx", (nn.Module,), {"__init__": lambda self, config, a, b: None}), "(config, layer_idx)"),
+    (type("ShortForward", (mm.Attention,), {"forward": lambda self, x, position_embeddings: x}), "forward must take"),
+])
+def test_a_class_that_cannot_be_plugged_in_is_refused(cls, words):
+    with pytest.raises(GraderUsageError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        grade(cls, quiet=True)
+
+
+def test_parameters_named_otherwise_are_refused_naming_them():
+    class Renamed(SteppedAttention):
+        def __init__(self, config, layer_idx=0):
+            super().__init__(config, layer_idx)
+            self.wq = self.q_proj
+            del self.q_proj
+
+    with pytest.raises(GraderUsageError, match=r"it lacks q_proj.weight and it has wq.weight besides"):
+        grade(Renamed, quiet=True)
+
+
+# -- the command line: python -m labkit.grader FILE (make grade FILE=...) -------------------------
+
+HEADER = "from labkit.grader import SteppedAttention\nfrom labkit.grader.catalogue import RepeatTiled\n\n"
+
+
+@pytest.mark.parametrize("body, status", [
+    ("class MyAttention(SteppedAttention):\n    pass\n", 0),
+    ("class MyAttention(RepeatTiled):\n    pass\n", 1),
+])
+def test_the_command_line_exits_0_when_right_and_1_at_a_failed_stage(tmp_path, capsys, body, status):
+    path = tmp_path / "my_attention.py"
+    path.write_text(HEADER + body)
+    assert main([str(path)]) == status
+    out = capsys.readouterr().out
+    assert out.startswith("✓ MyAttention: right.") if status == 0 else "repeat_kv in the wrong order" in out
+
+
+@pytest.mark.parametrize("content, args, words", [
+    (None, [], "no such file"),
+    ("import nowhere_to_be_found\n", [], "does not import: ModuleNotFoundError"),
+    ("x = 1\n", [], "must define exactly one nn.Module class"),
+    (HEADER + "class A(SteppedAttention):\n    pass\n\nclass B(SteppedAttention):\n    pass\n", [], "it defines A, B"),
+    (HEADER + "class A(SteppedAttention):\n    pass\n", ["--class", "C"], "--class C"),
+    ("from torch import nn\n\nclass A(nn.Module):\n    def __init__(self):\n        super().__init__()\n", [],
+     "(config, layer_idx)"),
+])
+def test_the_command_line_names_a_usage_mistake_and_exits_2(tmp_path, capsys, content, args, words):
+    path = tmp_path / "mine.py"
+    if content is not None:
+        path.write_text(content)
+    assert main([str(path), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage error: ") and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_command_line_runs_as_a_module(tmp_path):
+    path = tmp_path / "my_attention.py"
+    path.write_text(HEADER + "class MyAttention(RepeatTiled):\n    pass\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-m", "labkit.grader", str(path)], capture_output=True, text=True,
+                            env=env, cwd=tmp_path, timeout=120)
+    assert result.returncode == 1 and "stage 3 of 10, grouped key/value heads, fails" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_grade_without_file_explains_before_building_the_venv(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    result = subprocess.run(["make", "-s", "-C", str(tmp_path), "grade", f"PYTHON={sys.executable}"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2
+    assert "make grade needs your file, as in: make grade FILE=path/to/my_attention.py" in result.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_half_precision_is_what_exposes_the_minus_billion_fill():
+    """Stage 6 runs in float16 after float32: the same -1e9 that float32 absorbs cannot be stored."""
+    assert torch.finfo(torch.float16).max < 1e9 < torch.finfo(torch.float32).max
+    report = grade(BY_KEY["minus_billion_fp16"].plant, quiet=True)
+    assert report.difference.episode == "the same batch in float16" and "Half" in report.difference.error
