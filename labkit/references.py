@@ -158,3 +158,21 @@ def tile_kind(row_start, row_end, key_start, key_end, T, S):
     """The tile of the full causal mask, looked at whole."""
     sees = torch.ones(T, S, dtype=torch.bool).tril(S - T)[row_start:row_end, key_start:key_end]
     return "skip" if not sees.any() else "full" if sees.all() else "mask"
+
+
+# 10_capstone (split_heads and merge_heads above serve it too)
+def scaled_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """q k^T / sqrt(D) for every query and key, as one einsum over the head dimension."""
+    return torch.einsum("...td,...sd->...ts", q, k) * q.shape[-1] ** -0.5
+
+
+def rope_heads(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """minimind_ref's RoPE on a [B, H, T, D] tensor (cos, sin: [T, D] or [B, T, D])."""
+    return mm.apply_rotary_pos_emb(x, x, cos, sin)[0]
+
+
+def attend_scores(scores: torch.Tensor, visible: torch.Tensor, v: torch.Tensor):
+    """(output, weights) of given scores: minimind_ref's attention with the scores as the queries,
+    the identity as the keys and scale 1, so that q k^T is the scores themselves."""
+    eye = torch.eye(scores.shape[-1], dtype=scores.dtype).expand(*scores.shape[:2], -1, -1)
+    return mm.scaled_dot_product_attention(scores, eye, v, attn_mask=visible, scale=1.0, return_weights=True)

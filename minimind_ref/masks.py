@@ -65,7 +65,7 @@ def combined_mask(attention_mask: torch.Tensor | None, query_len: int, key_len: 
     """The one mask a forward pass needs, [B, 1, T, S] bool, or None when nothing is hidden
     beyond plain causality (the fast path can then use `is_causal`)."""
     if attention_mask is not None:
-        check_attention_mask(attention_mask, key_len=key_len)
+        check_attention_mask(attention_mask, key_len=key_len, cached=key_len - query_len)
     return padding_and_causal(attention_mask, query_len, key_len, causal)
 
 

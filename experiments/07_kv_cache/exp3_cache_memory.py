@@ -145,7 +145,7 @@ def main(argv=None):
     for name, shape in PUBLISHED.items():
         config = mm.MiniMindConfig(hidden_size=shape["heads"] * shape["head_dim"], num_hidden_layers=shape["layers"],
                                    num_attention_heads=shape["heads"], num_key_value_heads=shape["kv_heads"],
-                                   vocab_size=2, max_position_embeddings=max(args.context, 8))
+                                   vocab_size=8, max_position_embeddings=max(args.context, 8))
         cache = fill_random(config, 4, torch.bfloat16)
         measured = cache.nbytes() // 4
         formula = cache_bytes(shape["layers"], shape["kv_heads"], shape["head_dim"], 2)

@@ -373,8 +373,8 @@ def test_fully_masked_row_conventions():
     """Correction (issue 16): minimind_ref gives an empty row lse -inf (as its explicit attention's
     log-sum-exp); FlashAttention-2's CUDA forward stores +inf there, -inf only when split over KV."""
     q, k, v = (torch.randn(1, 2, n, 8) for n in (5, 3, 3))
-    out, lse = flash_attention(q, k, v, is_causal=True, return_lse=True)
-    empty = slice(0, 2)  # T - S = 2 rows see no key
+    out, lse = flash_attention(q, k, v, attn_mask=torch.ones(5, 3, dtype=torch.bool).tril(-2), return_lse=True)
+    empty = slice(0, 2)  # the mask hides every key from rows 0 and 1
     assert torch.equal(out[..., empty, :], torch.zeros_like(out[..., empty, :]))
     assert torch.isneginf(lse[..., empty]).all()
     assert torch.isneginf(torch.logsumexp(torch.full((3,), -math.inf), dim=0))  # the explicit convention

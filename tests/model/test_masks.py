@@ -92,8 +92,11 @@ def test_check_attention_mask_refuses_wrong_batch():
 
 
 def test_check_attention_mask_refuses_wrong_length_mentioning_the_cache():
-    with pytest.raises(ValueError, match=r"covers 5 positions but attention sees 8 keys.*KV cache"):
-        check_attention_mask(torch.ones(2, 5), key_len=8)
+    with pytest.raises(ValueError, match=r"covers 5 positions but attention sees 8 keys \(3 cached \+ 5 new.*KV cache"):
+        check_attention_mask(torch.ones(2, 5), key_len=8, cached=3)
+    with pytest.raises(ValueError, match=r"covers 5 positions but there are 8 tokens") as info:
+        check_attention_mask(torch.ones(2, 5), key_len=8)  # no cache: the message does not speak of one
+    assert "cache" not in str(info.value)
     with pytest.raises(ValueError, match=r"KV cache"):
         combined_mask(torch.ones(2, 5), 1, 8)  # decoding step whose mask forgot the cached tokens
 

@@ -209,7 +209,7 @@ def test_forward_input_errors_are_clear():
         model(torch.zeros(1, 513, dtype=torch.long))
     with pytest.raises(ValueError, match="key_len"):
         model(torch.zeros(2, 4, dtype=torch.long), attention_mask=torch.ones(2, 4, 1))
-    with pytest.raises(ValueError, match="cached tokens"):
+    with pytest.raises(ValueError, match="covers 3 positions but there are 4 tokens"):
         model(torch.zeros(2, 4, dtype=torch.long), attention_mask=torch.ones(2, 3))
     with pytest.raises(ValueError, match="position_ids"):
         model(torch.zeros(2, 4, dtype=torch.long), position_ids=torch.arange(5)[None])

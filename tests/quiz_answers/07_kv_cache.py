@@ -15,7 +15,7 @@ import minimind_ref as mm
 def _cache_bytes_per_token(layers: int, heads: int, kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
     """Fill a KVCache for these attention shapes with one token and read its nbytes()."""
     config = mm.MiniMindConfig(hidden_size=heads * head_dim, num_hidden_layers=layers, num_attention_heads=heads,
-                               num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=2)
+                               num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=8)
     cache = mm.KVCache(config, batch_size=1, capacity=1)
     for layer in range(layers):
         one = torch.zeros(1, kv_heads, 1, head_dim, dtype=dtype)
@@ -37,7 +37,7 @@ def _cat_over_preallocated(n: int = 1000) -> float:
     """Bytes written to cache n one-token steps: every torch.cat output, against the slices a
     preallocated KVCache writes (the size of each new token's keys and values)."""
     config = mm.MiniMindConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1,
-                               vocab_size=2, max_position_embeddings=n)
+                               vocab_size=8, max_position_embeddings=n)
     token = torch.zeros(1, 1, 1, 8)
     keys, cat_bytes = torch.zeros(1, 1, 0, 8), 0
     cache, written = mm.KVCache(config, batch_size=1, capacity=n), 0
