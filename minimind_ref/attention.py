@@ -56,6 +56,12 @@ def scaled_dot_product_attention(
     """
     check_attention_args("scaled_dot_product_attention", q, k, v, attn_mask, is_causal, scale, dropout_p,
                          enable_gqa)
+    return explicit_attention(q, k, v, attn_mask, is_causal, scale, dropout_p, return_weights)
+
+
+def explicit_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropout_p=0.0, return_weights=False):
+    """scaled_dot_product_attention on arguments already checked: what the `Attention` layer runs
+    for every token (its inputs were checked once, by the model's forward)."""
     batch, heads, query_len, head_dim = q.shape
     key_len = k.shape[-2]
     input_dtype, dtype = q.dtype, compute_dtype(q.dtype)
@@ -98,7 +104,13 @@ def fused_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropou
     arguments and checks as `scaled_dot_product_attention`. q: [B, H, T, D]; k, v: [B, H_kv, S, D];
     attn_mask: bool, float or None."""
     check_attention_args("fused_attention", q, k, v, attn_mask, is_causal, scale, dropout_p, enable_gqa)
+    return torch_fused_attention(q, k, v, attn_mask, is_causal, scale, dropout_p)
+
+
+def torch_fused_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropout_p=0.0):
+    """fused_attention on arguments already checked (what the `Attention` layer runs per token)."""
     query_len, key_len = q.shape[-2], k.shape[-2]
+    enable_gqa = k.shape[1] != q.shape[1]
     if attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(q.dtype)  # torch wants a float mask in the queries' dtype
     if is_causal and query_len == 1 and attn_mask is None:
@@ -168,11 +180,10 @@ class Attention(nn.Module):
         is_causal = attn_mask is None
         weights = None
         if self.use_fused and not output_attentions:
-            out = fused_attention(q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p, enable_gqa=True)
+            out = torch_fused_attention(q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p)
         else:
-            out, weights = scaled_dot_product_attention(
-                q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p, enable_gqa=True,
-                return_weights=True)
+            out, weights = explicit_attention(q, k, v, attn_mask, is_causal=is_causal, dropout_p=dropout_p,
+                                              return_weights=True)
         out = out.transpose(1, 2).reshape(batch, seq_len, self.num_heads * self.head_dim)  # [B, T, H*D]
         out = self.o_proj(out)
         return (self.resid_dropout(out) if self.training else out), weights  # identity in eval
