@@ -11,7 +11,7 @@ Public names, and the file that defines each (open it to see how it works):
     show_figures_inline                figures.py       figures below the cells, whatever MPLBACKEND says
     interact, show_in                  widgets.py       sliders and outputs that look the same in every front end
     check                              checks.py        an exercise's verdict: right, or "not yet" and why
-    show_quiz                          quiz_widget.py   a module's quiz as a form in the notebook
+    show_quiz                          quiz/widget.py   a module's quiz as a form in the notebook
     explore, top_keys                  explorer.py      the attention explorer (module 09)
     grade                              grader/          the capstone's grader: a ladder of stages, the
                                                         first mistake located and named (module 10)
@@ -28,11 +28,11 @@ Public names, and the file that defines each (open it to see how it works):
       int_in, float_in, fraction,                       the bounded flag types (a bad value exits 2, naming the flag)
       int_list
 
-Submodules without a short name: quiz (the quiz files, `python -m labkit.quiz check`), tiny_data and
-tiny_heads (the tiny model's data and head scores), reproduction (is a retrained model the committed one),
-references (the references of the notebooks' exercise checks, kept out of the student copies),
-plain_math (quiz formulas as Unicode for the terminal), upstream (upstream MiniMind's causal-mask paths before and
-after its fix, module 05).
+Submodules without a short name: quiz (the quiz package: files, grading, the terminal quiz;
+`python -m labkit.quiz check`), tiny_data and tiny_heads (the tiny model's data and head scores),
+reproduction (is a retrained model the committed one), references (the references of the notebooks'
+exercise checks, kept out of the student copies), upstream (upstream MiniMind's causal-mask paths
+before and after its fix, module 05).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
 files: the catalog of modules, the command line behind the make targets, student copies, slides,
@@ -53,7 +53,7 @@ _HOME = {
     "interact": "widgets",
     "show_in": "widgets",
     "check": "checks",
-    "show_quiz": "quiz_widget",
+    "show_quiz": "quiz.widget",
     "explore": "explorer",
     "top_keys": "explorer",
     "grade": "grader",

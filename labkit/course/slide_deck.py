@@ -249,8 +249,8 @@ def _quiz_source(source: str):
 def quiz_slides(source) -> list[nbformat.NotebookNode]:
     """One slide per question of the quiz that `show_quiz(source)` shows, the answer a fragment;
     an explanation too long for the slide goes to the speaker notes."""
-    from labkit.quiz_model import letter
-    from labkit.quiz_widget import resolve_quiz
+    from labkit.quiz.model import letter
+    from labkit.quiz.widget import resolve_quiz
 
     quiz = resolve_quiz(source)
     cells = []

@@ -635,7 +635,7 @@ def test_the_runner_takes_a_path_and_a_bad_file_raises_before_asking(quizzes):
 
 
 def test_quiz_check_command(quizzes, capsys):
-    from labkit.quiz import _main
+    from labkit.quiz.terminal import _main
 
     good, bad = quizzes / "01_attention_basics.json", quizzes / "02_qkv.json"
     good.write_text(json.dumps(sample()))
@@ -658,7 +658,7 @@ def test_quiz_check_command(quizzes, capsys):
     ("$\\ell \\leftarrow 3 e^{-3}$, $-\\infty \\le s$", "ℓ ← 3 e⁻³, -∞ ≤ s"),
 ])
 def test_plain_text_writes_formulas_in_unicode_and_code_without_backticks(tex, shown):
-    from labkit.plain_math import plain_text
+    from labkit.quiz.plain_math import plain_text
 
     assert plain_text(tex) == shown
 

@@ -1,4 +1,4 @@
-"""The notebook quiz (quiz_widget.py), driven headless: set the widgets' values as a learner would,
+"""The notebook quiz (labkit/quiz/widget.py), driven headless: set the widgets' values as a learner would,
 click the buttons, and read the feedback and the score."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 import ipywidgets as widgets
 import pytest
 
-from labkit import quiz_widget as qw
 from labkit.course.catalog import CourseError
 from labkit.quiz import parse_quiz, quiz_text
+from labkit.quiz import widget as qw
 
 QUIZ = {
     "module": "01_attention_basics",

@@ -71,7 +71,7 @@ def test_an_exercise_is_shown_as_set_and_its_solution_follows_or_is_left_out():
 
 
 def test_the_quiz_is_a_slide_per_question_with_its_answer_a_fragment():
-    from labkit.quiz_widget import resolve_quiz
+    from labkit.quiz.widget import resolve_quiz
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('show_quiz("06")')])
     deck = deck_notebook(notebook, NOTEBOOKS / "06_rope.ipynb", OUT)

@@ -3,7 +3,7 @@
 Only notebooks import this file (it needs ipywidgets). The questions, the grading and the wording
 of the feedback all come from quiz.py, so the notebook and `make quiz M=NN` mark alike.
 
-    from labkit.quiz_widget import show_quiz
+    from labkit.quiz.widget import show_quiz
     show_quiz("01")          # or show_quiz("01_attention_basics"), a path, or a Quiz
 
 `show_quiz` also prints the questions as plain text (without answers): a notebook stored with its

@@ -1,6 +1,6 @@
 """The quiz data model and grading: what every front end needs, and all it needs.
 
-A `Quiz` of `Question`s (built by quiz_format.parse_quiz, which validates them), `Question.grade`
+A `Quiz` of `Question`s (built by format.parse_quiz, which validates them), `Question.grade`
 with its `Feedback`, the terminal's `Score`, and `parse_response`, which turns what a learner typed
 into a response to grade. The notebook widget and the terminal runner both grade here, so a
 question is marked, and its feedback worded, the same everywhere. Standard library only.

@@ -1,7 +1,7 @@
 """Quiz files: loading and validating quizzes/NN_slug.json, and the JSON Schema of the format.
 
 Each module has quizzes/NN_slug.json, data only (quizzes/README.md documents the format for
-authors); `load_quiz` and `parse_quiz` turn one into a `Quiz` (quiz_model.py) or say everything
+authors); `load_quiz` and `parse_quiz` turn one into a `Quiz` (model.py) or say everything
 that is wrong with it.
 
 Why a hand-written validator as well as the JSON Schema `QUIZ_SCHEMA`: the schema lets an editor
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from labkit.quiz_model import _NUMBER, Question, Quiz, _finite, letter
+from labkit.quiz.model import _NUMBER, Question, Quiz, _finite, letter
 
 QUESTION_TYPES = ("single", "multiple", "numeric")
 # Choices are labelled A, B, C...; twelve (A to L) keeps the labels clear of the terminal's

@@ -10,9 +10,9 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from labkit.plain_math import plain_text
-from labkit.quiz_format import QUIZ_SCHEMA, QuizError, load_quiz
-from labkit.quiz_model import Feedback, Question, Quiz, Score, letter, parse_response
+from labkit.quiz.format import QUIZ_SCHEMA, QuizError, load_quiz
+from labkit.quiz.model import Feedback, Question, Quiz, Score, letter, parse_response
+from labkit.quiz.plain_math import plain_text
 
 
 def _kind_note(question: Question, terminal: bool = False) -> str | None:
