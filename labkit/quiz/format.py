@@ -21,21 +21,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from labkit.quiz.model import _NUMBER, Question, Quiz, _finite, letter
+from labkit.quiz.model import _NUMBER, Check, Question, Quiz, _finite, letter
 
 QUESTION_TYPES = ("single", "multiple", "numeric")
 # Choices are labelled A, B, C...; twelve (A to L) keeps the labels clear of the terminal's
 # q (quit) and s (skip) keys, and more than that is a poor question anyway.
 MAX_CHOICES = 12
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+# A quiz file is tens of KiB; a cap keeps a wrong or hostile file from filling memory before it is read.
+MAX_FILE_BYTES = 2**20
+# A check is a few lines that compute one answer (quizzes/README.md, "Checks").
+MAX_CHECK_CHARS = 3000
 
 TOP_KEYS = ("module", "title", "description", "questions")
 QUESTION_KEYS = {
-    "single": ("id", "type", "question", "choices", "answer", "explanation", "hint"),
-    "multiple": ("id", "type", "question", "choices", "answer", "explanation", "hint"),
-    "numeric": ("id", "type", "question", "answer", "tolerance", "unit", "explanation", "hint"),
+    "single": ("id", "type", "question", "choices", "answer", "explanation", "hint", "check",
+               "unchecked"),
+    "multiple": ("id", "type", "question", "choices", "answer", "explanation", "hint", "check",
+                 "unchecked"),
+    "numeric": ("id", "type", "question", "answer", "tolerance", "unit", "explanation", "hint",
+                "check", "unchecked"),
 }
-_OPTIONAL = {"description", "hint", "unit"}
+CHECK_KEYS = {
+    "single": ("code", "choices"),
+    "multiple": ("code", "choices"),
+    "numeric": ("code", "value", "within"),
+}
+_OPTIONAL = {"description", "hint", "unit", "check", "unchecked"}
 _ANY_QUESTION_KEYS = tuple(dict.fromkeys(k for keys in QUESTION_KEYS.values() for k in keys))
 
 # What a missing key should hold, for the message that asks for it.
@@ -49,6 +61,7 @@ _WHAT = {
     "choices": "a list of at least 2 answer texts",
     "explanation": "why the answer is right, shown after answering",
     "tolerance": "how far from the answer still counts as right; 0 for exact",
+    "value": "a Python expression that computes the answer, such as \"mm.MiniMindConfig().head_dim\"",
 }
 _ANSWER_WHAT = {
     "single": "the index of the right choice, counting from 0",
@@ -71,8 +84,14 @@ class QuizError(ValueError):
     the same lines. The CLI prints them as they are and exits 2: the author can fix each one."""
 
     def __init__(self, problems: Sequence[str]):
-        self.problems = tuple(problems)
+        self.problems = tuple(_printable(str(problem)) for problem in problems)
         super().__init__("\n".join(self.problems))
+
+
+def _printable(text: str) -> str:
+    """`text` with lone surrogates written as escapes (\\udc80): they come from a "\\ud800" in
+    a file or an undecodable file name, and would make printing the message itself fail."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class _Object(dict):
@@ -122,22 +141,43 @@ def _json_advice(message: str) -> str:
     return ""
 
 
+class _NotJSON(ValueError):
+    """NaN, Infinity or -Infinity: Python's json reads them, JSON has no such numbers."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJSON(name)
+
+
 def load_quiz(path: str | Path) -> Quiz:
     """Read and validate a quiz file; "module" must equal the file's stem. Every problem, JSON
-    syntax included (with line and column), comes as one QuizError."""
+    syntax included (with line and column), comes as one QuizError: so do a file too large, nested
+    too deep, or holding NaN or Infinity. Loading never runs a question's "check"."""
     path = Path(path)
     shown = _shown(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise QuizError([f"{shown}: {size:,} bytes; a quiz file is at most {MAX_FILE_BYTES:,} "
+                             f"(the course's are tens of KiB). Is it the right file?"])
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise QuizError([f"{shown}: no such file."]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise QuizError([f"{shown}: cannot be read as UTF-8 text ({error})."]) from None
     try:
-        data = json.loads(text, object_pairs_hook=_object)
+        data = json.loads(text, object_pairs_hook=_object, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         raise QuizError([f"{shown}: not valid JSON at line {error.lineno}, column {error.colno}: "
                          f"{error.msg}.{_json_advice(error.msg)}"]) from None
+    except _NotJSON as error:
+        raise QuizError([f"{shown}: holds {error}, which is not a JSON number (Python's json "
+                         f"reads it, other tools do not); write a finite number."]) from None
+    except RecursionError:
+        raise QuizError([f"{shown}: lists or objects nested too deep to read; a quiz nests "
+                         f"four levels (quiz, questions, question, choices)."]) from None
+    except ValueError as error:  # an integer of thousands of digits, past Python's limit
+        raise QuizError([f"{shown}: cannot be read: {error}."]) from None
     return parse_quiz(data, shown, stem=path.stem)
 
 
@@ -235,9 +275,28 @@ def _text(obj: dict, key: str, place: _Place, label: str | None = None) -> str |
     if not isinstance(value, str) or not value.strip():
         place.add(f"{name} must be a non-empty string; found {_describe(value)}.")
         return None
-    for problem in _latex_problems(value):
+    problems = _latex_problems(value) + _character_problems(value)
+    for problem in problems:
         place.add(f"{name} {problem}")
-    return value
+    return None if problems else value
+
+
+def _character_problems(text: str) -> list[str]:
+    """Characters a text must not hold: half a UTF-16 pair (from a "\\ud800" escape), which no
+    terminal or notebook can show, and control characters other than the line break, which
+    would not show either, or would drive the terminal (an escape sequence)."""
+    problems = []
+    surrogates = sorted({c for c in text if "\ud800" <= c <= "\udfff"})
+    if surrogates:
+        problems.append(f"contains a lone surrogate ({', '.join(f'U+{ord(c):04X}' for c in surrogates[:3])}), "
+                        f"half of a UTF-16 pair, which cannot be shown; write the character itself.")
+    controls = sorted({c for c in text if (c < " " and c not in "\n\t\f\b\r")
+                       or "\x7f" <= c <= "\x9f"})
+    if controls:
+        problems.append(f"contains the control character "
+                        f"{', '.join(f'U+{ord(c):04X}' for c in controls[:3])}, which would not "
+                        f"show as text; remove it.")
+    return problems
 
 
 def _latex_problems(text: str) -> list[str]:
@@ -310,9 +369,121 @@ def _parse_question(obj: Any, number: int, source: str, ids: dict[str, int],
         else:
             place.missing("tolerance")
         unit = _text(obj, "unit", place)
+    check = None
+    if known and "check" in obj:
+        count = len(choices) if choices else None
+        check = _check(obj["check"], qtype, count, answer, place)
+    unchecked = _text(obj, "unchecked", place)
+    if "check" in obj and "unchecked" in obj:
+        place.add('has both "check" and "unchecked"; keep "check" if it decides the question, '
+                  'else "unchecked" with the reason no code can.')
     if len(problems) > before:
         return None
-    return Question(qid, qtype, text, answer, explanation, choices, tolerance, unit, hint)
+    return Question(qid, qtype, text, answer, explanation, choices, tolerance, unit, hint, check,
+                    unchecked)
+
+
+def _check(value: Any, qtype: str, count: int | None, answer: Any, place: _Place) -> Check | None:
+    """A question's "check" (quizzes/README.md, "Checks"): its code and expressions must compile;
+    they are not run here (labkit/quiz/checks.py runs them, in the tests)."""
+    example = ('{"value": "mm.MiniMindConfig().head_dim"}' if qtype == "numeric"
+               else '{"choices": {"B": "torch.equal(a, b)"}}')
+    if not isinstance(value, dict):
+        place.add(f'"check" must be an object, such as {example}; found {_describe(value)}.')
+        return None
+    before = len(place.problems)
+    _check_keys(value, CHECK_KEYS[qtype], place, f'in the "check" of a "{qtype}" question')
+    code = _code(value["code"], place) if "code" in value else ""
+    expressions: list[tuple[int | None, str]] = []
+    within = None
+    if qtype == "numeric":
+        if "value" not in value:
+            place.add(f'"check" has no "value"; add it: {_WHAT["value"]}.')
+        else:
+            expressions.append((None, value["value"]))
+        if "within" in value:
+            within = _number(value["within"], '"check" "within"', place)
+            if within is not None and within < 0:
+                place.add(f'"check" "within" is {within!r}; it must be 0 or more.')
+    else:
+        expressions += _check_choices(value.get("choices"), "choices" in value, qtype, count,
+                                      answer, place)
+    compiled = []
+    for index, expression in expressions:
+        name = '"check" "value"' if index is None else f'"check" choice {letter(index)}'
+        if _text({"e": expression}, "e", place, name) is not None:
+            if _compiles(expression, "eval", name, place):
+                compiled.append((index, expression))
+    size = len(code) + sum(len(e) for _, e in expressions if isinstance(e, str))
+    if size > MAX_CHECK_CHARS:
+        place.add(f'"check" holds {size:,} characters of code; keep a check under '
+                  f'{MAX_CHECK_CHARS:,}: move what it needs into minimind_ref or labkit.')
+    if len(place.problems) > before:
+        return None
+    if qtype == "numeric":
+        return Check(code=code, value=compiled[0][1], within=within)
+    return Check(code=code, choices=tuple(sorted(compiled)))
+
+
+def _code(value: Any, place: _Place) -> str:
+    """"code": a string or a list of lines, joined; "" after reporting a problem."""
+    lines = value if isinstance(value, list) else [value]
+    if not lines or not all(isinstance(line, str) for line in lines):
+        place.add(f'"check" "code" must be a string or a non-empty list of strings (one line of '
+                  f'Python each); found {_describe(value)}.')
+        return ""
+    code = "\n".join(lines)
+    problems = _character_problems(code.replace("\t", " "))
+    for problem in problems:
+        place.add(f'"check" "code" {problem}')
+    if problems or not _compiles(code, "exec", '"check" "code"', place):
+        return ""
+    return code
+
+
+def _compiles(source: str, mode: str, name: str, place: _Place) -> bool:
+    """Whether `source` is valid Python (compiling runs nothing); else the problem is reported."""
+    if len(source) > MAX_CHECK_CHARS:
+        return True  # reported once, by size, rather than compiled
+    try:
+        compile(source, "<check>", mode)
+    except SyntaxError as error:
+        where = f" (line {error.lineno})" if mode == "exec" and error.lineno else ""
+        kind = "a Python expression" if mode == "eval" else "Python"
+        place.add(f"{name} is not valid {kind}{where}: {error.msg}.")
+        return False
+    except (ValueError, RecursionError, MemoryError, OverflowError) as error:
+        place.add(f"{name} cannot be compiled ({type(error).__name__}: {error}); keep it short "
+                  f"and plain.")
+        return False
+    return True
+
+
+def _check_choices(value: Any, given: bool, qtype: str, count: int | None, answer: Any,
+                   place: _Place) -> list[tuple[int, str]]:
+    """"check" "choices": {letter: expression}, for the choices the code can decide; a single
+    question's must include the right choice."""
+    if not given:
+        place.add('"check" has no "choices"; add them: for each choice the code can decide, its '
+                  'letter and an expression that is True exactly when that choice is true, such '
+                  'as {"B": "torch.equal(a, b)"}.')
+        return []
+    if not isinstance(value, dict) or not value:
+        place.add(f'"check" "choices" must be a non-empty object from choice letters to Python '
+                  f'expressions, such as {{"B": "torch.equal(a, b)"}}; found {_describe(value)}.')
+        return []
+    found = []
+    for key, expression in value.items():
+        last = letter((count or MAX_CHOICES) - 1)
+        if not (isinstance(key, str) and len(key) == 1 and "A" <= key <= last):
+            place.add(f'"check" "choices" has the key {json.dumps(key)}; its keys are choice '
+                      f'letters, A to {last}.')
+            continue
+        found.append((ord(key) - ord("A"), expression))
+    if qtype == "single" and isinstance(answer, int) and found and answer not in dict(found):
+        place.add(f'"check" "choices" leaves out {letter(answer)}, the right choice; a check of a '
+                  f'"single" question decides the right choice at least.')
+    return found
 
 
 def _choices(obj: dict, place: _Place) -> tuple[str, ...]:
@@ -417,14 +588,30 @@ _COMMON = {"id": {"type": "string", "pattern": ID_PATTERN}, "question": _NONEMPT
 _CHOICES = {"type": "array", "items": _NONEMPTY, "minItems": 2, "maxItems": MAX_CHOICES,
             "uniqueItems": True}
 _INDEX = {"type": "integer", "minimum": 0}
+_CODE = {"oneOf": [_NONEMPTY, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
+
+
+def _check_schema(qtype: str) -> dict:
+    if qtype == "numeric":
+        properties = {"code": _CODE, "value": _NONEMPTY, "within": {"type": "number", "minimum": 0}}
+        required = ["value"]
+    else:
+        properties = {"code": _CODE, "choices": {
+            "type": "object", "minProperties": 1, "additionalProperties": False,
+            "patternProperties": {f"^[A-{letter(MAX_CHOICES - 1)}]$": _NONEMPTY}}}
+        required = ["choices"]
+    assert set(properties) == set(CHECK_KEYS[qtype])
+    return {"type": "object", "required": required, "additionalProperties": False,
+            "properties": properties}
 
 
 def _question_schema(qtype: str, answer: dict, **extra: dict) -> dict:
     required = [k for k in QUESTION_KEYS[qtype] if k not in _OPTIONAL]
-    properties = {**_COMMON, "type": {"const": qtype}, "answer": answer, **extra}
+    properties = {**_COMMON, "type": {"const": qtype}, "answer": answer,
+                  "check": _check_schema(qtype), "unchecked": _NONEMPTY, **extra}
     assert set(properties) == set(QUESTION_KEYS[qtype])
     return {"type": "object", "required": required, "additionalProperties": False,
-            "properties": properties}
+            "properties": properties, "not": {"required": ["check", "unchecked"]}}
 
 
 QUIZ_SCHEMA: dict[str, Any] = {

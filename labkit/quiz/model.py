@@ -12,7 +12,7 @@ import math
 import numbers
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _NUMBER = re.compile(
@@ -31,12 +31,30 @@ class Feedback:
 
 
 @dataclass(frozen=True)
+class Check:
+    """Code that decides a question against the course's code (quizzes/README.md, "Checks"), for
+    the tests to run (labkit/quiz/checks.py); no front end shows it, and loading a quiz never runs it.
+
+    `code`: statements run first ("" for none). Numeric: `value` is an expression whose result must
+    equal the answer within the tolerance, or within `within` for a sampled statistic. Choice
+    questions: `choices` pairs a choice index with an expression that is True exactly when that
+    choice is a true statement, so it must be True for a keyed choice and False for the others.
+    """
+
+    code: str = ""
+    value: str | None = None
+    within: float | None = None
+    choices: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Question:
     """One question, as validated by `parse_quiz` (build questions through it, not by hand).
 
     `answer` is a choice index (single), a sorted tuple of indices (multiple) or a number
     (numeric); `choices` is empty for numeric questions, `tolerance` and `unit` are None for the
-    others.
+    others. `check` (code that decides the question) and `unchecked` (why no code can) are for the
+    course's tests: they are left out of the repr, and no front end shows them.
     """
 
     id: str
@@ -48,6 +66,8 @@ class Question:
     tolerance: float | None = None
     unit: str | None = None
     hint: str | None = None
+    check: Check | None = field(default=None, repr=False, compare=False)
+    unchecked: str | None = field(default=None, repr=False, compare=False)
 
     def grade(self, response: Any) -> Feedback:
         """Mark a response: a choice index (single), an iterable of indices (multiple: right only

@@ -4,17 +4,15 @@ that the module's claims rest on, whatever the weights."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 import torch
+from experiment_scripts import load_experiment
 
 import minimind_ref as mm
 
-answers_02 = importlib.import_module("quiz_answers.02_qkv")
-EXP1 = answers_02.experiment("exp1_tied_projections")
-EXP2 = answers_02.experiment("exp2_kv_retrieval")
-EXP3 = answers_02.experiment("exp3_tied_cannot_look_away")
+EXP1 = load_experiment("02", "exp1_tied_projections")
+EXP2 = load_experiment("02", "exp2_kv_retrieval")
+EXP3 = load_experiment("02", "exp3_tied_cannot_look_away")
 
 
 def test_lookup_examples_answer_with_the_paired_value():

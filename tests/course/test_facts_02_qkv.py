@@ -8,20 +8,18 @@ Markdown and JSON, where nothing else would catch a wrong one.
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 from pathlib import Path
 
 import nbformat
-from quiz_answers import RECOMPUTED
+from experiment_scripts import load_experiment
 
 import minimind_ref as mm
 
 ROOT = Path(__file__).resolve().parents[2]
-# The experiment scripts' own constants (loaded as tests/quiz_answers/02_qkv.py loads them).
-answers_02 = importlib.import_module("quiz_answers.02_qkv")
-EXP2 = answers_02.experiment("exp2_kv_retrieval")
-EXP3 = answers_02.experiment("exp3_tied_cannot_look_away")
+# The experiment scripts' own constants.
+EXP2 = load_experiment("02", "exp2_kv_retrieval")
+EXP3 = load_experiment("02", "exp3_tied_cannot_look_away")
 
 
 def flat(text: str) -> str:
@@ -134,7 +132,7 @@ def test_module_02_quiz_explanation_numbers():
     cross = quiz["cross-count"]
     shape = (2, 8, 3, 7)  # the question's batch, heads, queries and keys
     assert "batch 2, 8 heads, 3 queries and 7 keys" in cross.question
-    count = RECOMPUTED["02_qkv"]["cross-count"]()
+    count = int(cross.answer)  # computed by the question's own check (test_quiz_checks.py)
     assert count == shape[0] * shape[1] * shape[2] * shape[3]
     assert f"$2 \\times 8 \\times 3 \\times 7 = {count}$" in cross.explanation
 
@@ -205,7 +203,7 @@ def test_minimind3_qk_norm_paragraph():
     x = torch.randn(1000, d) * 37.0
     assert torch.allclose(layer.q_norm(x).norm(dim=-1), torch.full((1000,), math.sqrt(d)), rtol=1e-4)
     assert "twice the input, four times the scores" in guide
-    exp4 = answers_02.experiment("exp4_qk_norm")
+    exp4 = load_experiment("02", "exp4_qk_norm")
     scales = exp4.Experiment.parser(exp4.__doc__, exp4.__file__, exp4.add_arguments).parse_args([]).scales
     assert scales == [1, 10, 100] and "multiplied by 1, 10 and 100" in guide
     assert f"the largest score grows {(scales[-1] // scales[0]) ** 2:,} times" in guide

@@ -97,8 +97,8 @@ def test_optional_keys_may_be_left_out():
 # --- validation: every rule, with its message -----------------------------------------------------
 
 TOP = "module, title, description, questions"
-SINGLE_KEYS = "id, type, question, choices, answer, explanation, hint"
-NUMERIC_KEYS = "id, type, question, answer, tolerance, unit, explanation, hint"
+SINGLE_KEYS = "id, type, question, choices, answer, explanation, hint, check, unchecked"
+NUMERIC_KEYS = "id, type, question, answer, tolerance, unit, explanation, hint, check, unchecked"
 
 RULES = {
     "top-level-not-object": (lambda d: d.clear(), None),  # replaced below by a list
