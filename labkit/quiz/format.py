@@ -449,8 +449,8 @@ def _compiles(source: str, mode: str, name: str, place: _Place) -> bool:
         compile(source, "<check>", mode)
     except SyntaxError as error:
         where = f" (line {error.lineno})" if mode == "exec" and error.lineno else ""
-        kind = "a Python expression" if mode == "eval" else "Python"
-        place.add(f"{name} is not valid {kind}{where}: {error.msg}.")
+        kind = "a valid Python expression" if mode == "eval" else "valid Python"
+        place.add(f"{name} is not {kind}{where}: {error.msg}.")
         return False
     except (ValueError, RecursionError, MemoryError, OverflowError) as error:
         place.add(f"{name} cannot be compiled ({type(error).__name__}: {error}); keep it short "
