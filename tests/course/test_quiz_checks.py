@@ -77,3 +77,18 @@ def test_no_front_end_shows_a_check():
                       if len(text.strip()) > 12 and text.strip() in shown and text.strip() not in own]
             assert not leaked, f"{quiz.module} '{question.id}' shows its check: {leaked[:2]}"
         assert "check" not in repr(quiz.questions[0])
+
+
+def test_the_readme_examples_checks_agree_too():
+    """quizzes/README.md teaches the format with checks; they run like the quizzes' own."""
+    import json
+    import re
+
+    from labkit.quiz import parse_quiz
+    from labkit.quiz.checks import check_question
+
+    text = (ROOT / "quizzes" / "README.md").read_text(encoding="utf-8")
+    blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S)]
+    questions = [q for block in blocks for q in block.get("questions", [block])]
+    checked = [q for q in parse_quiz({"module": "x", "title": "x", "questions": questions}).questions if q.check]
+    assert checked and not [problem for q in checked for problem in check_question(q, EXTRA)]
