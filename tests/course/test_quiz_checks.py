@@ -15,7 +15,7 @@ import pytest
 from experiment_scripts import load_experiment
 
 from labkit.quiz import load_quiz, quiz_text, run_terminal_quiz
-from labkit.quiz.checks import disagreements, run_check
+from labkit.quiz.checks import CheckFailed, disagreements, run_check
 
 ROOT = Path(__file__).resolve().parents[2]
 QUIZZES = [load_quiz(path) for path in sorted((ROOT / "quizzes").glob("*.json"))]
@@ -26,7 +26,10 @@ EXTRA = {"experiment": load_experiment}
 
 @pytest.mark.parametrize(("quiz", "question"), CHECKED, ids=lambda x: getattr(x, "id", None) or x.module)
 def test_check_agrees_with_the_key_and_could_disagree(quiz, question):
-    outcome = run_check(question, EXTRA)
+    try:
+        outcome = run_check(question, EXTRA)
+    except CheckFailed as error:
+        pytest.fail(f"quizzes/{quiz.module}.json: {error}")
     assert not disagreements(question, outcome), f"quizzes/{quiz.module}.json: " + "\n".join(
         disagreements(question, outcome))
     wrong = _wrong_key(question)
