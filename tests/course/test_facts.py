@@ -102,6 +102,9 @@ def _rule(**options) -> Fact:
     (0.1234567, "0.1235", {"spread": 1e-5}, True),
     ("-inf", "-inf", {}, True),
     ("ValueError", "RuntimeError", {}, False),
+    (("1279a616", "c090b69c"), "1279a616 and c090b69c", {}, True),
+    (("1279a616", "c090b69c"), "c090b69c and 1279a616", {}, False),
+    (2, "twice", {}, True),
     (True, "any wording", {}, True),  # a claim: the text is free, the behaviour must hold
     (False, "any wording", {}, False),
 ])

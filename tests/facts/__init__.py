@@ -11,7 +11,7 @@ as the marker names it and returning the value from minimind_ref, labkit or an e
 the root README and in every notebook's Markdown cells, computes each fact once, and compares:
 
 - a number (int or float): the marked text holds exactly one number (`12,288`, `0.125`, `6e-08`,
-  `−1`, `53%`, or an English number word from zero to twenty). A float matches when it is the
+  `−1`, `53%`, or an English number word from zero to twenty, `once`, `twice`). A float matches when it is the
   computed value rounded to the digits written (`3.2` for 3.2183); an int exactly; `tolerance=`
   (absolute) or `rel=` (relative) replace the rounding rule for a number that is quoted loosely
   ("about 100 MiB"). `spread=` (relative) is the value's spread across machines (float32
@@ -23,8 +23,9 @@ the root README and in every notebook's Markdown cells, computes each fact once,
   compared (a behaviour with no number: "the same heads put almost no weight on the copy"). A
   fact may also raise AssertionError, with a message, when a premise of its sentence fails.
 - a string: the marked text equals it, whitespace collapsed (an exception's name, `-inf`, a
-  shape). Mark the language-neutral token, not the sentence around it: a Chinese guide marks the
-  same facts with the same names and must write the same token.
+  shape); a tuple of strings: the marked text names each, in order ("1279a616 and c090b69c").
+  Mark the language-neutral token, not the sentence around it: a Chinese guide marks the same
+  facts with the same names and must write the same token.
 
 Rewording a sentence around a marker changes nothing; changing the code so that a value changes
 fails the test, naming the file, the line, the sentence, the text written and the value computed.
@@ -137,7 +138,7 @@ def sentence_around(text: str, start: int, end: int) -> str:
 
 WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
+    "sixteen seventeen eighteen nineteen twenty".split())} | {"once": 1, "twice": 2}
 NUMBER = re.compile(r"(?<![\w.])([-−])?(\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?(?:[eE]([-+−]?\d+))?")
 
 
@@ -178,6 +179,10 @@ def mismatch(rule: Fact, computed: object, written: str) -> str | None:
     if isinstance(computed, str):
         expected = " ".join(computed.split())
         return None if written == expected else f"the text should read {expected!r}"
+    if isinstance(computed, tuple | list) and computed and all(isinstance(v, str) for v in computed):
+        found = [written.find(token) for token in computed]
+        in_order = all(i >= 0 for i in found) and found == sorted(found)
+        return None if in_order else f"the text should name {', '.join(map(repr, computed))}, in that order"
     values = list(computed) if isinstance(computed, tuple | list) else [computed]
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
         return f"fact {rule.name} returned {computed!r}: a fact returns a number, a tuple of numbers or a string"
