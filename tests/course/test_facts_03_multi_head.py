@@ -102,27 +102,3 @@ def test_module_03_notebook_prose_numbers():
             f"{args.steps} steps") in text
     assert f"steps={args.steps}" in code and f"hidden_size={args.hidden}" in code
     assert f"a single head of width {args.hidden}" in text
-
-
-def test_module_03_quiz_explanation_numbers():
-    from labkit.quiz import load_quiz
-
-    quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "03_multi_head.json").questions}
-    gqa, mha = attention_counts(), attention_counts(num_key_value_heads=8)
-    config = mm.MiniMindConfig()
-    C, H, H_kv, D = config.hidden_size, config.num_attention_heads, config.num_key_value_heads, config.head_dim
-
-    def tex(n: int) -> str:
-        return f"{n:,}".replace(",", "{,}")
-
-    explanation = quiz["minimind-attention-params"].explanation
-    assert f"each ({gqa['q_proj']:,})" in explanation and f"each ({gqa['k_proj']:,})" in explanation
-    assert f"${C} \\times {H * D}$" in explanation and f"${C} \\times {H_kv * D}$" in explanation
-    assert f"2 \\cdot {C} \\cdot {D} \\cdot ({H} + {H_kv}) = {tex(sum(gqa.values()))}" in explanation
-    assert f"4 \\cdot {C}^2 = {tex(sum(mha.values()))}" in quiz["mha-params"].explanation
-    assert f"saves {sum(mha.values()) - sum(gqa.values()):,} weights" in quiz["mha-params"].explanation
-    sixteen = sum(attention_counts(num_attention_heads=16, num_key_value_heads=16).values())
-    assert f"4 \\cdot {C}^2 = {tex(sixteen)}" in quiz["sixteen-heads"].explanation
-    per_head = quiz["per-head-query-weights"].explanation
-    assert f"rows `{D}h .. {D}h + {D - 1}`" in per_head
-    assert f"${D} \\times {C} = {tex(gqa['q_proj'] // H)}$" in per_head

@@ -20,7 +20,6 @@ import torch
 from experiment_scripts import load_experiment
 
 import minimind_ref as mm
-from labkit.quiz import load_quiz
 from minimind_ref.variants.mla import DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,21 +137,6 @@ def test_notebook_prose_numbers():
     # the toy layer's cache line is printed by the notebook itself; its sizes are these
     assert MLAConfig(hidden_size=16, num_attention_heads=4, kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=2,
                      v_head_dim=4).cache_elements_per_token() * 5 * 4 == 160
-
-
-def test_quiz_numbers():
-    quiz = {q.id: q for q in load_quiz(ROOT / "quizzes" / "04_gqa.json").questions}
-    q = quiz["mla-cache-numbers"]
-    assert ("128 heads of size 128, a latent of d_c = 512 numbers and a decoupled rotary key of d_R = 64"
-            in flat(q.question))
-    text = flat(q.explanation)
-    assert f"d_c + d_R = {V2.kv_lora_rank} + {V2.qk_rope_head_dim} = {MLA} numbers" in text
-    assert f"2 x 128 x 128 = {MHA:,} numbers: {MHA / MLA:.1f} times more" in text
-    q = quiz["mla-gqa-groups"]
-    assert "heads of 128 numbers" in flat(q.question) and f"(d_c + d_R = {MLA})" in flat(q.question)
-    text = flat(q.explanation)
-    assert f"2 x g x 128 = {kv_numbers(1, 128)} g. {MLA} / {kv_numbers(1, 128)} = {GROUPS:g}" in text
-    assert f"more than GQA-2 ({GQA2}), less than GQA-3 ({GQA3}), and MQA ({MQA}) is smaller still" in text
 
 
 def script_defaults():

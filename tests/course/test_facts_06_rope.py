@@ -22,7 +22,6 @@ from minimind_ref.rope import (
     precompute_freqs_cis,
     rope_decay_bound,
     rope_inverse_frequencies,
-    yarn_correction_dim,
     yarn_inverse_frequencies,
     yarn_ramp,
 )
@@ -194,44 +193,6 @@ def test_module_06_notebook_prose_numbers():
     assert f"so position `{YARN['factor']} m` looks like position `m`" in text
     assert f"neighbours become {YARN['factor']} times closer in every pair" in text
     assert f"MiniMind sets it to {YARN['attention_factor']}" in text
-
-
-def test_module_06_quiz_explanation_numbers():
-    th = theta()
-    d = head_dim()
-    text = explanation("pair-count")
-    assert f"{d} / 2 = {d // 2}" in text and f"dimensions i and i + {d // 2}" in text and f"[T, {d}]" in text
-    text = explanation("slowest-wavelength")
-    assert f"{th[-1].item() / 1e-6:.2f} \\times 10^{{-6}}" in text
-    assert f"\\approx {2 * math.pi / th[-1].item() / 1e6:.2f}$ million" in text
-    assert (f"{mm.MiniMindConfig().max_position_embeddings} positions" in text
-            and f"{2 * math.pi:.2f}$ positions" in text)
-    text = explanation("decay-start")
-    assert f"(32 + 1) / 2 = {(d / 2 + 1) / 2:g}" in text and d // 2 == 32
-    text = explanation("larger-base")
-    assert f"{quarter_crossing(1e6) // quarter_crossing(1e4)} times farther out" in text
-    turns = turns_in_training()
-    groups = yarn_groups()
-    low = yarn_correction_dim(YARN["beta_fast"], d, base(), YARN["original_max_position_embeddings"])
-    high = yarn_correction_dim(YARN["beta_slow"], d, base(), YARN["original_max_position_embeddings"])
-    text = explanation("yarn-kept")
-    kept = groups["kept"]
-    assert f"Pairs {kept[0]} to {kept[-1]} turn at least {YARN['beta_fast']} times" in text
-    assert f"(from {turns[0].item():.0f} down to about {turns[kept[-1]].item():.1f} turns)" in text
-    assert f"is {low:.2f}, rounded down to {math.floor(low)}" in text and math.floor(low) == kept[-1]
-    text = explanation("yarn-divided")
-    divided, ramp = groups["divided"], groups["ramp"]
-    assert f"is {high:.1f}, rounded up to {math.ceil(high)}" in text and math.ceil(high) == divided[0]
-    assert f"pairs {divided[0]} to {divided[-1]} turn less than once" in text
-    assert f"(pair {divided[0]} about {turns[divided[0]].item():.2f} times)" in text
-    assert f"Pairs {ramp[0]} to {ramp[-1]} are on the ramp" in text
-    text = explanation("pi-step")
-    assert f"1 / {YARN['factor']} = {1 / YARN['factor']:g} rad" in text and f"{YARN['factor']} times closer" in text
-    assert yarn_inverse_frequencies(d, base(), YARN)[0].item() == 1.0 and "keeps this pair at 1 rad" in text
-    text = explanation("past-trained-length")
-    assert f"about {round(plain_ratio_past_training())} times larger" in text
-    assert f"holds {mm.MiniMindConfig().max_position_embeddings} rows" in text
-    assert f"attention_factor is {YARN['attention_factor']}" in text
 
 
 def test_yarn_temperature_and_the_papers_ramp():
