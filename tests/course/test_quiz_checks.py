@@ -62,13 +62,20 @@ def test_most_questions_are_checked():
 
 
 def test_no_front_end_shows_a_check():
-    """Checks are for the tests: the stored text, the terminal and the slides never print them."""
+    """Checks are for the tests: the stored text, the terminal, the widget and the slides never show
+    them."""
     from labkit.course.slide_deck import quiz_slides
+    from labkit.quiz.widget import quiz_widget
+
+    def widget_texts(widget) -> list[str]:
+        texts = [str(getattr(widget, name, "")) for name in ("value", "description", "placeholder", "options")]
+        return texts + [text for child in getattr(widget, "children", ()) for text in widget_texts(child)]
 
     for quiz in QUIZZES:
         printed: list[str] = []
         run_terminal_quiz(quiz, input_fn=lambda prompt: "s", print_fn=lambda *a: printed.append(" ".join(map(str, a))))
-        shown = "\n".join([quiz_text(quiz), *printed, *(cell.source for cell in quiz_slides(quiz))])
+        shown = "\n".join([quiz_text(quiz), *printed, *(cell.source for cell in quiz_slides(quiz)),
+                           *widget_texts(quiz_widget(quiz))])
         for question in quiz.questions:
             hidden = [question.unchecked] if question.unchecked else []
             if question.check is not None:
