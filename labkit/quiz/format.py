@@ -433,7 +433,7 @@ def _code(value: Any, place: _Place) -> str:
                   f'Python each); found {_describe(value)}.')
         return ""
     code = "\n".join(lines)
-    problems = _character_problems(code.replace("\t", " "))
+    problems = _character_problems(code)
     for problem in problems:
         place.add(f'"check" "code" {problem}')
     if problems or not _compiles(code, "exec", '"check" "code"', place):

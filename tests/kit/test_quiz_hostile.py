@@ -62,6 +62,14 @@ HOSTILE_TEXT = {
                              "valid Python"),
     "check-letter-past-the-choices": (json.dumps(VALID).replace('"A": "False"', '"C": "False"'), "letters"),
     "check-without-the-right-choice": (json.dumps(VALID).replace('"B": "True", ', ""), "the right choice"),
+    "check-not-an-object": (json.dumps(VALID).replace('{"code": ["n = 6"], "value": "n * (n + 1) // 2"}', '"21"'),
+                            "must be an object"),
+    "check-without-value": (json.dumps(VALID).replace(', "value": "n * (n + 1) // 2"', ""), "no \"value\""),
+    "check-code-not-lines": (json.dumps(VALID).replace('["n = 6"]', "[6]"), "list of strings"),
+    "check-and-unchecked": (json.dumps(VALID).replace('"unchecked": "a reason"',
+                                                      '"unchecked": "a reason", "check": {"choices": {"A": "True"}}'),
+                            "both"),
+    "check-with-a-surrogate": (json.dumps(VALID).replace('"n = 6"', '"n = 6  # \\udc80"'), "lone surrogate"),
 }
 
 
