@@ -5,6 +5,7 @@
     terminal.py    quiz_text, run_terminal_quiz (`make quiz M=NN`) and the command below
     plain_math.py  formulas as Unicode and code without backticks, for the terminal
     widget.py      show_quiz: the quiz as a form in the notebook (imports ipywidgets itself)
+    checks.py      run_check: runs a question's "check" (for the tests; imports torch itself)
 
 Each module has quizzes/NN_slug.json, data only (quizzes/README.md documents the format for
 authors). The notebook widget and `make quiz M=NN` both load it and grade it with these, so a
@@ -12,7 +13,7 @@ question is marked, and its feedback worded, the same everywhere.
 
 None of the files imports this one, which keeps the imports free of cycles: format.py and
 terminal.py import model.py, and model.py imports neither. Standard library only (the widget
-aside), so `make quiz` answers at once.
+and the checks aside), so `make quiz` answers at once; loading a quiz never runs its checks.
 
     python -m labkit.quiz check quizzes/*.json   validate quiz files (authors)
     python -m labkit.quiz schema                 print QUIZ_SCHEMA as JSON
