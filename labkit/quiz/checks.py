@@ -6,8 +6,8 @@ and tests/course/test_quiz_checks.py runs them all here, so a change to minimind
 makes a keyed answer false fails a test naming the question.
 
 Only the tests run checks: `load_quiz` and every front end leave them alone, and no learner sees
-them. Each runs in a fresh namespace holding the names below, with torch seeded, so a check
-cannot lean on another's leftovers:
+them. Each runs in a fresh namespace holding the names below, with torch's random state seeded
+(and the caller's restored after), so a check cannot lean on another's leftovers:
 
     mm           minimind_ref            torch, F     torch and torch.nn.functional
     labkit       the course kit          math         the standard module
@@ -69,7 +69,6 @@ def namespace(question: Question, extra: dict[str, Any] | None = None) -> dict[s
     import labkit
     import minimind_ref
 
-    torch.manual_seed(0)
     return {"mm": minimind_ref, "torch": torch, "F": F, "labkit": labkit, "math": math,
             "raises": raises, "error_text": error_text, "mentions": mentions, "question": question.question,
             "explanation": question.explanation, "choices": question.choices, **(extra or {})}
@@ -84,15 +83,19 @@ def run_check(question: Question, extra: dict[str, Any] | None = None) -> float 
     numeric question, or {choice index: the result of its expression} for a choice question.
     A check that raises is a CheckFailed naming the question. `extra` adds names to the
     check's namespace (the tests add `experiment`, which loads an experiment script)."""
+    import torch
+
     check = question.check
     scope = namespace(question, extra)
     try:
-        exec(compile(check.code, f"<check of {question.id}>", "exec"), scope)
-        if question.type == "numeric":
-            return eval(compile(check.value, f"<value of {question.id}>", "eval"), scope)
-        return {index: eval(compile(expression, f"<choice {letter(index)} of {question.id}>", "eval"),
-                            scope)
-                for index, expression in check.choices}
+        with torch.random.fork_rng(devices=[]):  # seeded, and the caller's random state left alone
+            torch.manual_seed(0)
+            exec(compile(check.code, f"<check of {question.id}>", "exec"), scope)
+            if question.type == "numeric":
+                return eval(compile(check.value, f"<value of {question.id}>", "eval"), scope)
+            return {index: eval(compile(expression, f"<choice {letter(index)} of {question.id}>",
+                                        "eval"), scope)
+                    for index, expression in check.choices}
     except Exception as error:  # a check that cannot run is a failed check, named
         raise CheckFailed(f"'{question.id}': the check raised {type(error).__name__}: {error}") from error
 
