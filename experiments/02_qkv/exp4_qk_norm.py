@@ -2,9 +2,10 @@
 sqrt(head_dim) times the largest gains, whatever the size of the input; without it (MiniMind2)
 the scores grow with the square of the input's scale and the softmax saturates.
 
-RMSNorm divides a head's query (and key) by its root mean square, so the normalised vector has
-length exactly sqrt(D) before the gain g multiplies it; RoPE is a rotation and keeps that length.
-Cauchy-Schwarz then bounds the score of any query and key:
+RMSNorm divides a head's query (and key) by sqrt(mean(x^2) + eps), so the normalised vector has
+length at most sqrt(D) before the gain g multiplies it (close to sqrt(D), less for a vector near
+zero); RoPE is a rotation and keeps that length. Cauchy-Schwarz then bounds the score of any query
+and key:
 
     |q . k| / sqrt(D)  <=  max|g_q| sqrt(D) * max|g_k| sqrt(D) / sqrt(D)  =  max|g_q| max|g_k| sqrt(D)
 
@@ -18,8 +19,10 @@ against softmax saturation; ViT-22B (Dehghani et al., arXiv 2302.05442) applied 
 to stop attention logits from growing until training diverged; Qwen3 (arXiv 2505.09388) uses it
 in place of Qwen2's QKV bias, and MiniMind-3 follows Qwen3's layout.
 
-Why it matters: an input or weights that grow during training make unnormalised scores grow
-quadratically, every softmax row collapses to one key (and in float16 the product can overflow).
+Why it matters: weights that grow during training make unnormalised scores grow quadratically,
+every softmax row collapses to one key (and in float16 the product can overflow). In MiniMind2 the
+layer's input is RMS-normalised by the block's pre-norm, so only the weights can grow; scaling the
+input here stands in for that growth.
 With q/k norm the score range is fixed by the gains, which the model learns deliberately.
 """
 

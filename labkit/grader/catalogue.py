@@ -230,10 +230,10 @@ CATALOGUE: tuple[Mistake, ...] = (
             NoMaskAfterCache),
     Mistake("qk_norm_skipped", "q/k norm not applied", "The config asks for q/k norm (MiniMind3) "
             "and the layer has q_norm and k_norm, but never applies them: normalise each head's "
-            "q and k before RoPE.", "10_capstone", "qk_norm", QKNormSkipped),
+            "q and k before RoPE.", "02_qkv", "qk_norm", QKNormSkipped),
     Mistake("qk_norm_after_rope", "q/k norm after RoPE", "q and k are normalised after RoPE instead "
             "of before: the norm's per-dimension gains do not commute with the rotation.",
-            "10_capstone", "qk_norm", QKNormAfterRope),
+            "02_qkv", "qk_norm", QKNormAfterRope),
     Mistake("one_cache_slot", "every layer writes cache slot 0", "The layer passes 0 instead of its "
             "own layer_idx to past_key_values.update, so all layers pile their keys into one slot: "
             "each layer passes self.layer_idx.", "07_kv_cache", "whole_model", OneCacheSlot),

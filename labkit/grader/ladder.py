@@ -153,7 +153,7 @@ LADDER: tuple[Stage, ...] = (
     Stage("multi_token_step", "several tokens after a cache", "steps of 3 and 2 tokens after a cache: fewer "
           "queries than keys, causal within the step", "07_kv_cache", {}, _cached(4, [3, 2])),
     Stage("qk_norm", "q/k norm (MiniMind3)", "qk_norm=True: each head's q and k RMS-normalised before RoPE, "
-          "with the cache", "10_capstone", dict(qk_norm=True), _cached(5, [1, 2])),
+          "with the cache", "02_qkv", dict(qk_norm=True), _cached(5, [1, 2])),
     Stage("whole_model", "the whole model", "the layer in every block: logits of a padded batch and greedy "
           "generation, against transformers' Llama (qk_norm off) and Qwen3 (on)", "10_capstone"),
 )

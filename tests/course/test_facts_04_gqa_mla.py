@@ -101,44 +101,6 @@ def test_the_cache_numbers():
     assert MHA / MLA == V2.num_attention_heads / 2.25
 
 
-def test_guide_numbers():
-    guide = flat(GUIDE.read_text())
-    assert (f"On DeepSeek-V2's sizes (`n_h = {V2.num_attention_heads}` heads of `d_h = {V2.qk_nope_head_dim}`, "
-            f"`d_c = {V2.kv_lora_rank}`, `d_R = {V2.qk_rope_head_dim}`) MLA caches {MLA} numbers per token and layer "
-            f"against {MHA:,} for MHA, {MHA / MLA:.1f} times fewer: as many as GQA with {GROUPS:g} groups, so more "
-            f"than GQA-2 ({GQA2}) and more than MQA ({MQA}).") in guide
-    assert (f"with DeepSeek's ratios (`d_c = 4 d_h`, `d_R = d_h / 2`) it is `n_h / {GROUPS:g}`, only "
-            f"{MM_MHA / TWIN_MLA:.1f} at MiniMind's {MINIMIND.num_attention_heads} heads, where MLA at those ratios "
-            f"({TWIN_MLA} numbers) would cache more than MiniMind's own GQA-2 ({MM_GQA}).") in guide
-    scripts = sorted(p.name for p in SCRIPT.parent.glob("exp*.py"))
-    assert len(scripts) == 5 and "`make exp M=04` runs all five" in guide
-    args, _ = script_defaults()
-    assert (args.tokens, args.steps) == (16, 4)
-    assert "over a prompt of 16 tokens and then 4 single-token steps through the cache" in guide
-    for paper in ("arXiv 2405.04434", "arXiv 2412.19437"):
-        assert paper in guide
-
-
-def test_notebook_prose_numbers():
-    text = notebook_markdown()
-    assert (f"On DeepSeek-V2's sizes MLA caches {MLA} numbers per token and layer, {MHA / MLA:.1f} times fewer "
-            f"than MHA's {MHA:,}: as many as GQA with {GROUPS:g} groups.") in text
-    assert (f"`n_h / {GROUPS:g}` at DeepSeek's ratios: at MiniMind's {MINIMIND.num_attention_heads} heads its twin "
-            f"would cache {TWIN_MLA} numbers") in text
-    assert f"more than MiniMind's own GQA-2 ({MM_GQA})" in text
-    assert "whose MLA twin (`MLAConfig()`'s defaults) takes DeepSeek's ratios `d_c = 4 d_h` and `d_R = d_h / 2`" in text
-    assert f"On DeepSeek-V2's sizes it caches as much as GQA with {GROUPS:g} groups." in text
-    with torch.device("meta"):  # shapes only
-        params = sum(p.numel() for p in MultiHeadLatentAttention(V2).parameters())
-    assert round(params / 1e6) == 149 and "full-size DeepSeek-V2 attention layer (149 million parameters)" in text
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    solutions = [c for c in cells if "solution" in c.metadata.get("tags", [])]
-    assert len(solutions) == 4 and "It ends with four checked exercises" in text
-    # the toy layer's cache line is printed by the notebook itself; its sizes are these
-    assert MLAConfig(hidden_size=16, num_attention_heads=4, kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=2,
-                     v_head_dim=4).cache_elements_per_token() * 5 * 4 == 160
-
-
 def script_defaults():
     module = load_experiment("04", "exp5_mla")
     parser = argparse.ArgumentParser()

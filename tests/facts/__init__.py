@@ -11,7 +11,8 @@ as the marker names it and returning the value from minimind_ref, labkit or an e
 the root README and in every notebook's Markdown cells, computes each fact once, and compares:
 
 - a number (int or float): the marked text holds exactly one number (`12,288`, `0.125`, `6e-08`,
-  `−1`, `53%`, or an English number word from zero to twenty, `once`, `twice`). A float matches when it is the
+  `−1`, `53%`, or an English number word from zero to twenty, `once`, `twice`; a span may mix
+  them, so keep words like "one head" out of a span that a tuple fact reads). A float matches when it is the
   computed value rounded to the digits written (`3.2` for 3.2183); an int exactly; `tolerance=`
   (absolute) or `rel=` (relative) replace the rounding rule for a number that is quoted loosely
   ("about 100 MiB"). `spread=` (relative) is the value's spread across machines (float32
@@ -150,16 +151,18 @@ class Written:
 
 
 def numbers_in(text: str) -> list[Written]:
-    """The numbers written in `text` (the marked span), in order."""
+    """The numbers written in `text` (the marked span), in order: numerals and number words."""
     found = []
-    for match in NUMBER.finditer(text.replace("{,}", ",")):  # LaTeX writes 12{,}288
-        sign, whole, fraction, exponent = match.groups()
+    text = text.replace("{,}", ",")  # LaTeX writes 12{,}288
+    for match in re.finditer(rf"{NUMBER.pattern}|\b({'|'.join(WORDS)})\b", text, re.IGNORECASE):
+        sign, whole, fraction, exponent, word = match.groups()
+        if word:
+            found.append(Written(float(WORDS[word.lower()]), 0.5, True))
+            continue
         decimals = len(fraction) - 1 if fraction else 0
         power = int(exponent.replace("−", "-")) if exponent else 0
         value = float(whole.replace(",", "") + (fraction or "")) * 10.0 ** power * (-1 if sign else 1)
         found.append(Written(value, 0.5 * 10.0 ** (power - decimals), not fraction and power >= 0))
-    if not found:
-        found = [Written(float(WORDS[w]), 0.5, True) for w in re.findall(r"[a-z]+", text.lower()) if w in WORDS]
     return found
 
 
