@@ -51,7 +51,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .course.catalog import find_course_root
+from .syllabus import find_course_root
 
 CHECK, CROSS = "\u2713", "\u2717"
 

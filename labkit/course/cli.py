@@ -23,9 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from labkit.course.catalog import CourseError, all_modules, check, find_course_root
 from labkit.course.machines import ENVIRONMENTS
 from labkit.quiz import QuizError, load_quiz, run_terminal_quiz
+from labkit.syllabus import CourseError, all_modules, check, find_course_root
 
 
 def _summary(results: list[tuple[str, bool, float]]) -> int:

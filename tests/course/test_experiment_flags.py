@@ -6,7 +6,7 @@ labkit.experiment (int_in, float_in, fraction, int_list) or a fixed set of `choi
 must name a folder that can be created and written. The bounds keep a run within a laptop's
 minutes and memory; constraints between flags are the script's `check_arguments(args)`.
 
-The scripts are found through the catalog, and each one's parser is built without running it
+The scripts are found through the syllabus, and each one's parser is built without running it
 (Experiment.parser). A few end-to-end runs check that real command lines exit 2 in seconds.
 """
 
@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from experiment_scripts import load_experiment
 
-from labkit.course.catalog import all_modules
 from labkit.experiment import Bounded, BoundedList, Experiment, output_folder
+from labkit.syllabus import all_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = {f"{module.name}/{path.stem}": (module.number, path)
@@ -102,7 +102,7 @@ def parse_fails(parser: argparse.ArgumentParser, argv: list[str], capsys) -> str
     return capsys.readouterr().err
 
 
-def test_the_catalog_finds_every_script():
+def test_the_syllabus_finds_every_script():
     assert len(SCRIPTS) >= 30
     assert all(hasattr(script(name)[2], "add_arguments") for name in SCRIPTS)
 

@@ -1,6 +1,6 @@
 """Every experiment script of every module runs with its defaults, checks its claim and exits 0.
 
-The scripts are found through the catalog, so a module's scripts are tested the moment they exist.
+The scripts are found through the syllabus, so a module's scripts are tested the moment they exist.
 Each runs in its own process, as a learner runs it, with figures sent to a temporary folder.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.course.catalog import all_modules
+from labkit.syllabus import all_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [script for module in all_modules(ROOT) for script in module.experiments]
