@@ -193,7 +193,6 @@ def through_the_fused_kernel(model, inputs) -> float:
         fused = F.scaled_dot_product_attention(q, k, v)
         explicit = scaled_dot_product_attention(q, k, v)
     fused_error = (fused - explicit).abs().max().item()
-
     return fused_error
 
 

@@ -143,7 +143,6 @@ def where_the_numbers_go(token, feature, B: int, T: int, H: int, D: int):
     print(f"\nWith view(B, H, T, D), 'head 0' gets the first T*D = {T * D} numbers in memory: tokens "
           f"{head0_tokens}, with the features of every head, instead of features 0..{D - 1} of all {T} tokens.")
     print()
-
     return right, wrong
 
 
@@ -210,7 +209,6 @@ def wrong_split_in_attention(B: int, T: int, H: int, D: int) -> dict:
     print_table(["split", "merge", "|output - Attention| / |Attention|"],
                 [[s, m, e] for (s, m), e in errors.items()], ["", "", ".1e"])
     print()
-
     return errors
 
 

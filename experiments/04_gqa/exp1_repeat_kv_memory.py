@@ -200,7 +200,6 @@ def one_kv_head(k: torch.Tensor, heads: int) -> dict:
     print(f"MQA (1 KV head): repeat_kv gives shape {tuple(mqa.shape)}, strides {mqa.stride()}, same storage: "
           f"{mqa_is_view}, bytes allocated: {total(mqa_blocks)}")
     print()
-
     return {"is_view": mqa_is_view and mqa.stride()[1] == 0 and total(mqa_blocks) == 0, "strides": mqa.stride()}
 
 
@@ -228,7 +227,6 @@ def attention_as_the_cache_grows(heads: int, kv_heads: int, head_dim: int, max_t
     print_table(["S", "K + V bytes", "repeat_kv + fused", "fused, enable_gqa", "math, enable_gqa",
                  "minimind_ref explicit"], table, [",d"] * 6)
     print()
-
     return lengths, sweep, kv_bytes, fused_largest, chosen
 
 

@@ -202,7 +202,6 @@ def the_layers():
           f"heads of {minimind_cfg.head_dim}, {minimind_cfg.num_key_value_heads} KV heads; its MLA twin: "
           f"d_c = {MLAConfig().kv_lora_rank}, d_R = {MLAConfig().qk_rope_head_dim}.")
     print()
-
     return deepseek, minimind_mla
 
 
@@ -246,7 +245,6 @@ def cache_table(deepseek_bytes: int, minimind_bytes: int, groups: list[int]) -> 
           "LatentCache.nbytes() per token for one layer, in float32 (the MLA rows: the cache the layer itself "
           "filled with a prompt). Last column: numbers x 2 bytes x layers.")
     print()
-
     return tables
 
 
@@ -265,7 +263,6 @@ def compare_the_paths(run: dict, steps: int) -> dict:
           f"rebuilds {heads} x ({d_h} + {v2.qk_rope_head_dim}) key and {heads} x {v2.v_head_dim} value numbers "
           f"per token at every step.")
     print()
-
     return {"naive_vs_absorbed": naive_vs_absorbed, "stepped_vs_full": stepped_vs_full}
 
 

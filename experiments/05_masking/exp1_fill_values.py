@@ -161,7 +161,6 @@ def every_fill_in_every_dtype(generator, row_count: int, keys: int, spread: floa
     print()
     print(f"'max hidden weight' and 'NaN rows': over {row_count} random rows with at least one visible key.")
     print()
-
     return results
 
 
@@ -179,7 +178,6 @@ def where_a_sum_overflows() -> dict:
     print(f"float16, every key hidden by adding finfo.min to the scores {example.tolist()}: "
           f"{added.tolist()} -> softmax {describe_row(torch.softmax(added, dim=-1))}")
     print()
-
     return thresholds
 
 
@@ -205,7 +203,6 @@ def empty_rows_in_attention(generator):
     print_table(["dtype", "minimind_ref: finite, pad rows 0, real rows right", "torch SDPA: finite, pad rows 0"],
                 [[n, ours_ok[n], torch_ok[n]] for n in DTYPES], ["", "", ""])
     print()
-
     return maps, ours_ok, torch_ok
 
 

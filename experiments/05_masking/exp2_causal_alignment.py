@@ -131,7 +131,6 @@ def the_mask_torch_applies(S: int, query_lens: list[int]) -> dict:
     print_table(["T", "S", "keys seen per query (torch)", "keys decoding needs", "= top left", "= bottom right"],
                 rows, ["", "", "", "", "", ""])
     print()
-
     return alignment
 
 
@@ -154,7 +153,6 @@ def every_way_of_attending(S: int, D: int, query_lens: list[int]) -> dict:
     print()
     print_table(["T", "way", "error"], rows, ["", "", ".1e"])
     print()
-
     return errors
 
 
@@ -186,7 +184,6 @@ def a_model_with_a_kv_cache(S: int) -> dict:
                  ["top left, as is_causal=True", wrong_error, f"{wrong_tokens} of {new}"]],
                 ["", ".1e", ""])
     print()
-
     return {"right_error": right_error, "wrong_error": wrong_error}
 
 

@@ -117,7 +117,6 @@ def the_two_layouts(d: int, n: int, base: float):
     print(f"permutation (interleaved -> halves), first 8 of {d}: {perm[:8].tolist()} ..."
           f" then {perm[d // 2:d // 2 + 4].tolist()} ...")
     print()
-
     return perm, inv_freq, cos, sin, positions
 
 
@@ -129,7 +128,6 @@ def rotate_vectors(d, n, heads, perm, inv_freq, cos, sin, positions) -> dict:
     same_error = relative_error(half_form, complex_form[..., perm])
     unpermuted, _ = apply_rotary_pos_emb(x, x, cos, sin)  # rotate-half applied to interleaved data
     different_error = relative_error(unpermuted, complex_form)
-
     return {"same_error": same_error, "different_error": different_error}
 
 

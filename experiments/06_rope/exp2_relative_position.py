@@ -134,7 +134,6 @@ def every_pair_of_positions(q, k, cos, sin, n: int, base: float) -> dict:
     formula = g_formula(q, k, (m_idx - n_idx).reshape(-1), base).view(n, n)
     near_error = (scores - formula).abs().max().item() / size
     offset_range = (formula.max() - formula.min()).item() / size  # how much the score does vary with m - n
-
     return {"scores": scores, "size": size, "spread": spread, "near_error": near_error, "offset_range": offset_range}
 
 
@@ -145,7 +144,6 @@ def random_far_pairs(q, k, cos, sin, far: int, far_pairs: int, base: float) -> f
     far_scores = (rotated(q, cos[m_far], sin[m_far]) * rotated(k, cos[n_far], sin[n_far])).sum(-1).double()
     far_formula = g_formula(q, k, m_far - n_far, base)
     far_error = (far_scores - far_formula).abs().max().item() / far_formula.abs().max().item()
-
     return far_error
 
 
@@ -185,7 +183,6 @@ def a_shifted_sequence(cos, sin, d: int, far: int, tokens: int, base: float):
           f"(|out(s) - out(0)| / |out(0)|):")
     print_table(["shift s", "RoPE on q, k (MiniMind)", "RoPE on q, k and v"], rows, ["d", ".1e", ".1e"])
     print()
-
     return shifts, errors
 
 

@@ -167,7 +167,6 @@ def the_slowest_pair_keeps_its_score(d: int, far: int) -> float:
     slow_score = (e_far * e).sum().item()  # the key at 0
     print(f"q = k in the slowest pair only (base 1e6): score at distance {far - 1} = {slow_score:.4f} x its value at 0")
     print()
-
     return slow_score
 
 

@@ -123,7 +123,6 @@ def default_model_decoding(batch: int, prompt: int) -> tuple[int, bool]:
     print(f"(batch {batch}; the cache that forward() makes has room for the prompt only, so the first")
     print(" decoding step doubles its storage; generate() allocates prompt + new tokens up front)")
     print()
-
     return per_token, match
 
 
@@ -151,7 +150,6 @@ def layouts_and_dtypes() -> tuple[dict, bool]:
     gqa_saving = by_kv_heads["float32"][8] / by_kv_heads["float32"][2]
     print(f"MiniMind2's GQA (2 KV heads) caches {gqa_saving:.0f}x less than MHA with 8 heads would.")
     print()
-
     return by_kv_heads, match
 
 
@@ -177,7 +175,6 @@ def published_models(context: int) -> tuple[dict, bool]:
     print_table(["model", "layers", "KV heads", "head_dim", "bytes/token", f"GiB at {context} tokens"],
                 rows, ["", "", "", "", ",", ".3f"])
     print()
-
     return published_bytes, match
 
 

@@ -212,7 +212,6 @@ def padded_batch(model, prompt_len: int, new: int, pad: int, results: dict, per_
         per_step[name] = error.amax(dim=0)
         unpadded_row[name] = (int((tokens[1] != reference_batch[1]).sum()), error[1].max().item())
     error_message = stale_mask_error(model, ids, mask)
-
     return unpadded_row, error_message
 
 

@@ -104,7 +104,6 @@ def rows_sum_to_one_on_average(exp, q, k, v, plain_weights, p: float, seed: int,
               f"{spread:.3f}, expected {math.sqrt(variance):.3f}); {exactly_one:.4f} of the rows sum to 1, "
               f"and a row with nothing dropped sums to 1/(1 - p) ({all_kept:.3f} of the rows, "
               f"expected {expected:.3f})")
-
     return last_row
 
 
@@ -145,7 +144,6 @@ def the_mask_from_a_seed(exp, q, k, v, plain_weights, p: float, tokens: int):
               f"the same seed redraws the same mask: the backward pass rebuilt from it gives autograd's "
               f"dq and dv, keeping a seed (8 bytes) instead of a {mask_bytes:,}-byte bool mask "
               f"(B x H x T x S = 1 x {HEADS} x {tokens} x {tokens})")
-
     return qg, kg, vg
 
 
