@@ -21,7 +21,8 @@ Public names, and the file that defines each (open it to see how it works):
       greedy_samples
     random_minimind, random_attention, models.py        models and attention layers with every weight random;
       attention_scores                                  a layer's scores before the softmax
-    EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once
+    EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once; the
+                                                        comparison engine check() and the grader share
     time_call, best_time,              timing.py        the one timer shared by experiments, notebooks, benchmarks:
       best_step_times                                   one call, the best of N, each step's best over N runs
     Experiment, print_table,           experiment.py    what every experiment script shares: flags, claims, figures;

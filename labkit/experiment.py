@@ -33,8 +33,9 @@ nothing but its own PNG files, named after itself, into that folder.
 A bad flag is a usage error, not a failed claim: it exits 2 with argparse's message naming the
 flag, before anything runs (exit 1 is kept for "a claim did not hold"). So every numeric flag has
 a bounded type, `int_in(low, high)`, `float_in(low, high)`, `fraction()` or `int_list(low, high)`
-(comma-separated), whose bounds keep a run within a laptop's minutes and memory; a flag with a
-fixed set of values uses `choices`; `--out` must name a folder that can be created and written.
+(comma-separated, at most 16 values), whose bounds keep a run within a laptop's minutes and memory;
+a flag with a fixed set of values uses `choices`; `--out` must name a folder that can be created
+and written (`~` expanded as a shell would: `--out=~/figs` reaches Python unexpanded).
 Constraints between flags (a minimum above a maximum, lengths that must double) go in the
 script's `check_arguments(args)`, which returns a message naming the flags, or None.
 """
