@@ -65,6 +65,7 @@ def test_out_with_a_tilde_is_the_home_folder_as_a_shell_would_expand_it(script, 
     ("figs\0x", "holds a NUL character"),
     ("x" * 300, "longer than the 255 bytes"),
     ("/" + "a/" * 3000, "cannot use the folder '/a/a/a"),
+    *([("/proc/nope", "/proc is not writable")] if Path("/proc").is_dir() else []),
 ])
 def test_out_refuses_what_no_folder_can_be_named_and_creates_nothing(script, tmp_path, capsys, text, message):
     with pytest.raises(SystemExit) as exited:
