@@ -1,7 +1,7 @@
 # Attention Lab: every entry point is a make target. `make` alone lists them.
 #
-# The targets that take a module number check it first with the course catalog, which needs only
-# the standard library (python -m labkit.course.catalog), so a missing or wrong M= is explained
+# The targets that take a module number check it first with the syllabus (labkit/syllabus.py), which needs only
+# the standard library (python -m labkit.syllabus), so a missing or wrong M= is explained
 # before .venv is built. The commands behind exp, experiments, quiz, notebooks and list live in
 # labkit/course/cli.py.
 
@@ -16,7 +16,7 @@ STAMP := $(VENV)/.installed
 PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),$(shell command -v python3 2>/dev/null),python3)
 CLI := $(PY) -m labkit.course
 # Module checks run before .venv exists, so they use .venv's Python only once it is there.
-CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.course.catalog check
+CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.syllabus check
 # make exp M=03; make test ARGS="-k rope -x"
 M ?=
 ARGS ?=

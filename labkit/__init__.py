@@ -21,24 +21,27 @@ Public names, and the file that defines each (open it to see how it works):
       greedy_samples
     random_minimind, random_attention, models.py        models and attention layers with every weight random;
       attention_scores                                  a layer's scores before the softmax
-    EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once
+    EPS32, relative_error              numerics.py      float32 tolerances and error measures, defined once; the
+                                                        comparison engine check() and the grader share
     time_call, best_time,              timing.py        the one timer shared by experiments, notebooks, benchmarks:
       best_step_times                                   one call, the best of N, each step's best over N runs
     Experiment, print_table,           experiment.py    what every experiment script shares: flags, claims, figures;
       int_in, float_in, fraction,                       the bounded flag types (a bad value exits 2, naming the flag)
       int_list
 
-Submodules without a short name: quiz (the quiz package: files, grading, the terminal quiz;
-`python -m labkit.quiz check`), tiny_data and tiny_heads (the tiny model's data and head scores),
-reproduction (is a retrained model the committed one), references (the references of the notebooks'
-exercise checks, kept out of the student copies), upstream (upstream MiniMind's causal-mask paths
-before and after its fix, module 05).
+Submodules without a short name: syllabus (which modules the course plans, where the course is,
+where each module's parts are; standard library only, so `python -m labkit.syllabus check exp 03`
+explains a wrong module number before anything is installed), quiz (the quiz package: files,
+grading, the terminal quiz; `python -m labkit.quiz check`), tiny_data and tiny_heads (the tiny
+model's data and head scores), reproduction (is a retrained model the committed one), references
+(the references of the notebooks' exercise checks, kept out of the student copies), upstream
+(upstream MiniMind's causal-mask paths before and after its fix, module 05).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
-files: the catalog of modules, the command line behind the make targets, student copies, slides,
-the headless notebook runner and the portability check.
+files: the command line behind the make targets, student copies, slides, the headless notebook
+runner and the portability check. They use the kit; the kit never imports them.
 
-Importing `labkit` costs nothing: each name is imported the first time it is used, so the catalog
+Importing `labkit` costs nothing: each name is imported the first time it is used, so the syllabus
 and the terminal quiz run with the standard library alone, and a notebook pays only for what it uses.
 """
 

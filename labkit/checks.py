@@ -52,6 +52,8 @@ from typing import Any
 
 import torch
 
+from .numerics import distance, outside_tolerance
+
 __all__ = ["CheckResult", "ExerciseCheckFailed", "STRICT_ENV", "check"]
 
 STRICT_ENV = "ATTENTION_LAB_STRICT_CHECKS"
@@ -333,13 +335,12 @@ def _at(index: str, reason: str) -> str:
 
 
 def _compare_floats(got: float, expected: float, atol: float, rtol: float) -> str | None:
-    if math.isnan(expected) or math.isnan(got):
-        return None if math.isnan(expected) and math.isnan(got) else f"it is {_num(got)}, expected {_num(expected)}"
-    if math.isinf(expected) or math.isinf(got):
-        return None if got == expected else f"it is {_num(got)}, expected {_num(expected)}"
-    if abs(got - expected) <= atol + rtol * abs(expected):
+    if not outside_tolerance(torch.tensor(got, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),
+                             atol, rtol).item():
         return None
-    return f"it is {_num(got)}, expected {_num(expected)} (difference {_num(abs(got - expected))})"
+    if math.isfinite(got) and math.isfinite(expected):
+        return f"it is {_num(got)}, expected {_num(expected)} (difference {_num(abs(got - expected))})"
+    return f"it is {_num(got)}, expected {_num(expected)}"
 
 
 def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
@@ -356,13 +357,11 @@ def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | 
         reason = _nonfinite_mismatch(a, b)
         if reason is not None:
             return reason
-        finite = np.isfinite(b)  # elsewhere got has the same NaN or inf, as just checked
-        diff = np.zeros(b.shape)
-        diff[finite] = np.abs(a[finite] - b[finite])
-        bad = np.zeros(b.shape, dtype=bool)
-        bad[finite] = diff[finite] > atol + rtol * np.abs(b[finite])
+        # NaN and inf sit where expected has the same, as just checked: what is left is values
+        bad = outside_tolerance(a, b, atol, rtol).numpy()
         if not bad.any():
             return None
+        diff = distance(a, b).numpy()
         worst = np.unravel_index(np.argmax(np.where(bad, diff, -1.0)), diff.shape)
         if a.ndim == 0:
             return f"it is {_num(a.item())}, expected {_num(b.item())} (difference {_num(diff.item())})"

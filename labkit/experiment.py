@@ -33,8 +33,9 @@ nothing but its own PNG files, named after itself, into that folder.
 A bad flag is a usage error, not a failed claim: it exits 2 with argparse's message naming the
 flag, before anything runs (exit 1 is kept for "a claim did not hold"). So every numeric flag has
 a bounded type, `int_in(low, high)`, `float_in(low, high)`, `fraction()` or `int_list(low, high)`
-(comma-separated), whose bounds keep a run within a laptop's minutes and memory; a flag with a
-fixed set of values uses `choices`; `--out` must name a folder that can be created and written.
+(comma-separated, at most 16 values), whose bounds keep a run within a laptop's minutes and memory;
+a flag with a fixed set of values uses `choices`; `--out` must name a folder that can be created
+and written (`~` expanded as a shell would: `--out=~/figs` reaches Python unexpanded).
 Constraints between flags (a minimum above a maximum, lengths that must double) go in the
 script's `check_arguments(args)`, which returns a message naming the flags, or None.
 """
@@ -51,7 +52,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .course.catalog import find_course_root
+from .syllabus import find_course_root
 
 CHECK, CROSS = "\u2713", "\u2717"
 
@@ -209,7 +210,7 @@ class Bounded:
         except (TypeError, ValueError):  # not a number (or an integer of more than 4300 digits)
             value = None
         if value is None or (self.kind is float and not math.isfinite(value)) or not self.contains(value):
-            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {_quoted(text)}")
         return value
 
     def __call__(self, text: str):
@@ -225,20 +226,26 @@ class BoundedList(Bounded):
     """An argparse `type=` for comma-separated integers, each in [low, high], e.g. '256,1024,4096'.
     It returns them as a list, in the order given."""
 
-    def __init__(self, low: int, high: int):
+    def __init__(self, low: int, high: int, most: int = 16):
+        if isinstance(most, bool) or not isinstance(most, int) or most < 1:
+            raise ValueError(f"int_list: most must be a whole number >= 1, got {most!r}.")
+        self.most = most  # each value is one more run: a list's length is bounded as its values are
         super().__init__(int, low, high)
 
     def describe(self) -> str:
-        return f"integers from {self.low} to {self.high}, separated by commas"
+        return f"at most {self.most} integers from {self.low} to {self.high}, separated by commas"
 
     def __call__(self, text: str) -> list:
+        parts = str(text).split(",")
         try:
-            return [self.parse(part) for part in str(text).split(",")]
+            if len(parts) > self.most:
+                raise argparse.ArgumentTypeError("too many")
+            return [self.parse(part) for part in parts]
         except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {_quoted(text)}") from None
 
     def __repr__(self) -> str:
-        return f"int_list({self.low!r}, {self.high!r})"
+        return f"int_list({self.low!r}, {self.high!r}, most={self.most!r})"
 
 
 def int_in(low: int, high: int) -> Bounded:
@@ -256,31 +263,77 @@ def fraction() -> Bounded:
     return Bounded(float, 0.0, 1.0, low_open=True)
 
 
-def int_list(low: int, high: int) -> BoundedList:
-    """argparse type: comma-separated integers, each from `low` to `high`; gives a list."""
-    return BoundedList(low, high)
+def int_list(low: int, high: int, most: int = 16) -> BoundedList:
+    """argparse type: up to `most` comma-separated integers, each from `low` to `high`; gives a list."""
+    return BoundedList(low, high, most)
+
+
+def _quoted(text) -> str:
+    """A value as a message quotes it: its repr, cut short when long."""
+    text = str(text)
+    return repr(text) if len(text) <= 80 else repr(text[:60]) + f"... ({len(text)} characters)"
 
 
 def output_folder(text: str) -> str:
     """argparse type for --out: a folder that exists or can be created, and can be written.
 
-    It is checked before anything runs, and nothing is created when it is refused: the nearest
-    folder on the path that exists must be a folder we can write in, which is tried by making and
-    removing an empty folder there (permission bits alone do not tell, for root or in /proc)."""
-    if not str(text).strip():
-        raise argparse.ArgumentTypeError("must name a folder, got ''")
-    path = Path(os.path.abspath(text))
+    `~` and `~user` are expanded as a shell would (the shell leaves `--out=~/figs` alone), so no
+    folder named `~` appears in the course. Checked before anything runs; nothing is created."""
+    try:
+        return str(writable_folder(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def writable_folder(text: str | os.PathLike) -> Path:
+    """The folder `text` names, `~` expanded, when it exists or can be created and can be written;
+    else ValueError saying why and how to fix it. Nothing is created: the nearest folder on the
+    path that exists must be a folder we can write in, which is tried by making and removing an
+    empty folder there (permission bits alone do not tell, for root or in /proc)."""
+    text = os.fspath(text)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"must name a folder, got {text!r}")
+    if "\0" in text:
+        raise ValueError(f"must name a folder, but {text[:80]!r} holds a NUL character, which no path can")
+    name = text if len(text) <= 80 else text[:60] + "..."  # as messages quote it
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        user = expanded.split(os.sep, 1)[0]
+        raise ValueError(f"{user!r} names no user's home folder, so {name!r} cannot be expanded as a shell "
+                         f"would: write the folder's full path")
+    path = Path(os.path.abspath(expanded))
+    too_long = [part for part in path.parts if len(os.fsencode(part)) > _NAME_MAX]
+    if too_long:  # checked first: the file system refuses to even look such a name up
+        raise ValueError(f"cannot create the folder {name!r}: the name {too_long[0][:20]!r}... is longer than "
+                         f"the {_NAME_MAX} bytes a folder's name may have")
+    try:
+        problem = _why_not_writable(path, name)
+    except OSError as error:  # a path the system will not even look up (too long, a loop of links)
+        problem = f"cannot use the folder {name!r}: {error.strerror.lower()}"
+    if problem:
+        raise ValueError(problem)
+    return Path(expanded)
+
+
+def _why_not_writable(path: Path, name: str) -> str | None:
+    """Why the folder `path` (written `name`) cannot be created or written; None when it can."""
     if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"must be a folder, but {text!r} is a file")
-    nearest = path
-    while not nearest.exists() and nearest.parent != nearest:
+        return f"must be a folder, but {name!r} is a file"
+    nearest = path  # the nearest entry on the path that is there, a link to nothing included
+    while not os.path.lexists(nearest) and nearest.parent != nearest:
         nearest = nearest.parent
+    if nearest.is_symlink() and not nearest.exists():
+        return (f"cannot create the folder {name!r}: {nearest} is a link to {os.readlink(nearest)!r}, which does "
+                f"not exist (remove the link, or name another folder)")
     if not nearest.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot create the folder {text!r}: {nearest} is a file")
+        return f"cannot create the folder {name!r}: {nearest} is a file"
     if not _can_write_in(nearest):
         where = "it is" if nearest == path else f"{nearest} is"
-        raise argparse.ArgumentTypeError(f"cannot create or write the folder {text!r}: {where} not writable")
-    return text
+        return f"cannot create or write the folder {name!r}: {where} not writable"
+    return None
+
+
+_NAME_MAX = 255  # bytes in one file or folder name, on Linux, macOS and Windows file systems alike
 
 
 def _can_write_in(folder: Path) -> bool:

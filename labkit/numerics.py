@@ -17,3 +17,39 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     """The largest entry-wise difference, relative to the largest entry of `expected`: one number
     that says in how many digits two results agree, whatever their scale."""
     return ((actual - expected).abs().max() / expected.abs().max()).item()
+
+
+# ------------------------------------------------------------------ the one comparison engine
+# check() (an exercise's verdict) and the capstone's grader (labkit/grader/compare.py) decide
+# "equal within a tolerance" here, and nowhere else, so a learner's result that one accepts the
+# other accepts too. Each phrases what it finds in its own words.
+
+
+def _wide(values) -> torch.Tensor:
+    """A tensor or numpy array of numbers as float64 (complex128 when complex), on the CPU."""
+    tensor = values.detach().cpu() if isinstance(values, torch.Tensor) else torch.as_tensor(values)
+    return tensor.to(torch.complex128 if tensor.is_complex() else torch.float64)
+
+
+def outside_tolerance(actual, expected, atol: float, rtol: float) -> torch.Tensor:
+    """Where `actual` does not match `expected`, as a bool tensor of their (equal) shape.
+
+    A finite expected value is matched when |actual - expected| <= atol + rtol * |expected|, as in
+    torch.allclose; NaN, inf and -inf are matched only by the same value (NaN by NaN). Computed
+    in float64, so float16 and float32 inputs are compared without a rounding of their own.
+    """
+    a, e = _wide(actual), _wide(expected)
+    finite = torch.isfinite(e)
+    close = finite & torch.isfinite(a) & ((a - e).abs() <= atol + rtol * e.abs())
+    same_special = ~finite & ((a == e) | (torch.isnan(a) & torch.isnan(e)))
+    return ~(close | same_special)
+
+
+def distance(actual, expected) -> torch.Tensor:
+    """|actual - expected| entry by entry, in float64: 0 where both hold the same NaN or inf,
+    inf where only one of them is finite or they hold different ones."""
+    a, e = _wide(actual), _wide(expected)
+    both_finite = torch.isfinite(a) & torch.isfinite(e)
+    same_special = (a == e) | (torch.isnan(a) & torch.isnan(e))
+    gap = torch.where(both_finite, (a - e).abs(), torch.full_like(a.real if a.is_complex() else a, float("inf")))
+    return torch.where(same_special & ~both_finite, torch.zeros_like(gap), gap)

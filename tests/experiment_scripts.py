@@ -4,7 +4,7 @@ constants and default flags.
 The scripts in experiments/NN_slug/ are scripts, not a package. `make exp` runs each one as
 `python experiments/NN_slug/expK_name.py`, which puts the script's own folder first on sys.path
 (exp4_padding_side imports exp3_training_without_mask from beside it); `load_experiment` imports a
-script the same way, and finds it through the course catalog, as `make exp` does.
+script the same way, and finds it through the syllabus, as `make exp` does.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from labkit.course.catalog import experiment_scripts, get_module
+from labkit.syllabus import experiment_scripts, get_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def load_experiment(module: str, script: str) -> ModuleType:
 
     Every call runs the script again and returns a new module object, never put in sys.modules:
     a test that changes a script's globals cannot leak into another test. A module number that
-    is wrong or has no scripts raises the catalog's CourseError; a script it does not have,
+    is wrong or has no scripts raises the syllabus's CourseError; a script it does not have,
     FileNotFoundError naming the path.
     """
     scripts = {path.stem: path for path in experiment_scripts(get_module(module, ROOT))}

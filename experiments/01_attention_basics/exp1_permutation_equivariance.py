@@ -87,11 +87,19 @@ def main(argv=None):
     print(f"original order: {' '.join(labels)}")
     print(f"permuted order: {' '.join(permuted_labels)}")
     print()
+    errors, maps = permute_in_every_setting(layer, x, perm, config.rope_theta, tolerance)
+    claim_equivariance(exp, errors, tolerance)
+    draw_weights(exp, maps, labels, permuted_labels)
+    return exp.finish()
 
+
+def permute_in_every_setting(layer, x, perm, rope_theta: float, tolerance: float):
+    """Attention(P x) against P Attention(x), and W(P x) against P W(x) P^T, without positions or
+    mask, with the causal mask, and with RoPE."""
     rows, errors, maps = [], {}, {}
     for setting, description in SETTINGS.items():
-        out, weights = run(layer, x, setting, config.rope_theta)  # [T, C], [H, T, T]
-        out_p, weights_p = run(layer, x[perm], setting, config.rope_theta)
+        out, weights = run(layer, x, setting, rope_theta)  # [T, C], [H, T, T]
+        out_p, weights_p = run(layer, x[perm], setting, rope_theta)
         # compare Attention(P x) with P Attention(x), and W(P x) with P W(x) P^T
         out_error = relative_error(out_p, out[perm])
         weight_error = (weights_p - weights[:, perm][:, :, perm]).abs().max().item()
@@ -104,7 +112,10 @@ def main(argv=None):
     print()
     print(f"|.| is the largest entry. Rounding tolerance: max(C, T) x float32 eps = {tolerance:.1e}.")
     print()
+    return errors, maps
 
+
+def claim_equivariance(exp, errors: dict, tolerance: float) -> None:
     e = errors["none"]
     exp.claim(max(e) <= tolerance,
               f"without positions or mask, Attention(P x) = P Attention(x) and W(P x) = P W P^T to float32 "
@@ -118,20 +129,22 @@ def main(argv=None):
               f"with RoPE, attention depends on order: the output is off by {100 * e[0]:.0f}% of its size "
               f"(must be more than {100 * BROKEN:.0f}%)")
 
+
+
+def draw_weights(exp, maps: dict, labels: list[str], permuted_labels: list[str]) -> None:
     grid = torch.stack([torch.stack(maps[s]) for s in SETTINGS])  # [3 settings, 2 orders, T, T]
     titles = [[f"{SETTINGS[s]}: x", f"{SETTINGS[s]}: P x"] for s in SETTINGS]
-    fig = show_heatmaps(grid, x_labels=labels, titles=titles, annotate=args.tokens <= 10,
+    fig = show_heatmaps(grid, x_labels=labels, titles=titles, annotate=len(labels) <= 10,
                         suptitle="Head 0 weights for x and for its permutation P x:\n"
                                  "without positions or mask, the same numbers, shuffled")
     # The right-hand maps are of the permuted input: label their rows and columns with its order
     # (at the ticks show_heatmaps chose, which thins them out for long sequences).
     for ax in fig.axes[:grid.shape[0] * grid.shape[1]][1::2]:
-        ticks = [int(t) for t in ax.get_xticks() if 0 <= t < args.tokens]
+        ticks = [int(t) for t in ax.get_xticks() if 0 <= t < len(labels)]
         ax.set_xticks(ticks, [permuted_labels[t] for t in ticks])
         ax.set_yticks(ticks, [permuted_labels[t] for t in ticks])
         ax.tick_params(labelleft=True)
     exp.save(fig, "weights")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -157,12 +157,19 @@ def plot(sizes, results, keys):
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-
     sizes = head_sizes(args.min_dk, args.max_dk)
     keys, queries = args.keys, args.queries
     results = [measure(d, keys, queries) for d in sizes]
     errors = [variance_standard_error(d, keys, queries) for d in sizes]
+    print_measurements(sizes, results, errors, keys, queries)
+    claim_variance(exp, sizes, results, errors)
+    claim_saturation(exp, sizes, results, keys)
+    claim_gradient(exp, sizes, results)
+    exp.save(plot(sizes, results, keys), "variance_entropy_gradient")
+    return exp.finish()
 
+
+def print_measurements(sizes: list[int], results: list[dict], errors: list[float], keys: int, queries: int) -> None:
     print(f"{queries} queries x {keys} keys per head size; q, k entries i.i.d. N(0, 1); "
           f"log S = {math.log(keys):.3f}")
     print()
@@ -184,17 +191,23 @@ def main(argv=None):
           f"{max(r['softmax_vs_attention'] for r in results):.1e}")
     print()
 
-    # 1. The variance: exactly d_k in expectation, so the sample must be within a few standard errors.
+
+
+def claim_variance(exp, sizes: list[int], results: list[dict], errors: list[float]) -> None:
+    """The variance: exactly d_k in expectation, so the sample must be within a few standard errors."""
     deviations = [abs(r["variance"] / d - 1) / se for d, r, se in zip(sizes, results, errors)]
     exp.claim(max(deviations) <= SIGMAS,
               f"Var(q.k) = d_k and Var(q.k / sqrt(d_k)) = 1 at every d_k from {sizes[0]} to {sizes[-1]}: "
               f"the largest deviation of Var/d_k from 1 is {max(deviations):.1f} standard errors "
               f"(allowed {SIGMAS})")
 
-    # 2. Saturation. Unscaled logits have std sqrt(d_k) >= 16 at the largest head: the top score
-    # typically leads the next by several units, so the row is nearly one-hot.
+
+
+def claim_saturation(exp, sizes: list[int], results: list[dict], keys: int) -> None:
+    """Unscaled logits have std sqrt(d_k) >= 16 at the largest head: the top score typically leads
+    the next by several units, so the row is nearly one-hot."""
     log_s = math.log(keys)
-    first, last = results[0], results[-1]
+    last = results[-1]
     unscaled_h = last["unscaled"]["entropy"]
     exp.claim(unscaled_h < 0.10 * log_s,
               f"unscaled, the softmax saturates: at d_k = {sizes[-1]} the mean entropy is {unscaled_h:.3f} "
@@ -206,7 +219,11 @@ def main(argv=None):
               f"scaled, the entropy stays put: {min(scaled_h):.3f} to {max(scaled_h):.3f} nats at every d_k, "
               f"within {100 * h_spread:.1f}% of its d_k = {sizes[0]} value (must be within 5%)")
 
-    # 3. The gradient through the softmax: diag(p) - p p^T, which vanishes as p becomes one-hot.
+
+
+def claim_gradient(exp, sizes: list[int], results: list[dict]) -> None:
+    """The gradient through the softmax: diag(p) - p p^T, which vanishes as p becomes one-hot."""
+    first, last = results[0], results[-1]
     g_unscaled = first["unscaled"]["grad_median"] / last["unscaled"]["grad_median"]
     exp.claim(g_unscaled > 10,
               f"unscaled, the gradient vanishes: the median |dL/d logits| falls {g_unscaled:.0f}-fold from "
@@ -217,8 +234,6 @@ def main(argv=None):
               f"scaled, the gradient keeps its size: the median |dL/d logits| stays between "
               f"{min(scaled_g):.3f} and {max(scaled_g):.3f} (a factor {g_scaled:.2f}, must be below 1.25)")
 
-    exp.save(plot(sizes, results, keys), "variance_entropy_gradient")
-    return exp.finish()
 
 
 if __name__ == "__main__":

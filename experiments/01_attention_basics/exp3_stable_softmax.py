@@ -160,81 +160,99 @@ def plot(scans):
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
+    found = {name: measure_dtype(name, dtype, args.points, args.low) for name, dtype in DTYPES.items()}
+    print_overflow(found)
+    print_underflow(found, args.low)
+    attention_error = check_the_course_attention(args.low)
+    claim_softmax(exp, found, args.low, attention_error)
+    exp.save(plot({name: result["scan"] for name, result in found.items()}), "overflow")
+    return exp.finish()
 
-    overflow_rows, silent_rows, underflow_rows, scans = [], [], [], {}
-    loud_ok, silent_ok, stable_worst, underflow_nan = {}, {}, {}, {}
-    for name, dtype in DTYPES.items():
-        info = torch.finfo(dtype)
-        predicted = math.log(info.max)  # exp(x) > finfo.max beyond this x
-        silent = predicted - math.log1p(math.exp(-1))  # e^x + e^(x-1) = e^x (1 + 1/e) > finfo.max
-        tol = tolerance(dtype)
 
-        def returns_inf_or_nan(x):
-            return not bool(torch.isfinite(naive_softmax(large_rows(x))).all())
+def measure_dtype(name: str, dtype: torch.dtype, points: int, low_logit: float) -> dict:
+    """Where the naive softmax fails loudly (inf/NaN) and silently (wrong weights) in one dtype,
+    against the predictions; the stable form's worst error over every tested row; and the naive
+    form's NaN when every exp underflows, against the prediction."""
+    info = torch.finfo(dtype)
+    predicted = math.log(info.max)  # exp(x) > finfo.max beyond this x
+    silent = predicted - math.log1p(math.exp(-1))  # e^x + e^(x-1) = e^x (1 + 1/e) > finfo.max
+    tol = tolerance(dtype)
 
-        def is_wrong(x):
-            return bool(max_error(naive_softmax, large_rows(x)).max() > tol)
+    def returns_inf_or_nan(x):
+        return not bool(torch.isfinite(naive_softmax(large_rows(x))).all())
 
-        measured, step = first_failure(dtype, returns_inf_or_nan, predicted / 2, predicted * 2)
-        measured_silent, step_silent = first_failure(dtype, is_wrong, predicted / 2, predicted * 2)
-        loud_ok[name] = (abs(measured - predicted) <= step, measured, predicted, step)
-        silent_ok[name] = (abs(measured_silent - silent) <= step_silent, measured_silent, silent, step_silent)
-        at = large_rows(torch.tensor([measured], dtype=dtype))
-        overflow_rows.append([name, predicted, measured, step, fmt_row(naive_softmax(at)[0]),
-                              fmt_row(stable_softmax(at)[0])])
-        just_before = large_rows(torch.tensor([measured_silent], dtype=dtype))
-        silent_rows.append([name, silent, measured_silent, fmt_row(naive_softmax(just_before)[0]),
-                            fmt_row(reference(just_before)[0])])
+    def is_wrong(x):
+        return bool(max_error(naive_softmax, large_rows(x)).max() > tol)
 
-        # Every tested logit for the stable form: the scan of the figure, then powers of ten up to
-        # finfo.max / 4 (positive for [x, x-1, 0], negative for [x, x-1, x-2]).
-        scan_x = torch.linspace(0.0, 1.5 * predicted, args.points, dtype=torch.float64).to(dtype)
-        decades = torch.logspace(0, math.log10(info.max / 4), 60, dtype=torch.float64).to(dtype)
-        tested = torch.cat([large_rows(scan_x), large_rows(decades), low_rows(-decades), low_rows(-scan_x)])
-        stable_worst[name] = (max_error(stable_softmax, tested).max().item(), tol, len(tested))
-        scans[name] = {"x": scan_x, "naive": max_error(naive_softmax, large_rows(scan_x)),
-                       "stable": max_error(stable_softmax, large_rows(scan_x)), "predicted": predicted,
-                       "silent": silent, "tolerance": tol}
+    measured, step = first_failure(dtype, returns_inf_or_nan, predicted / 2, predicted * 2)
+    measured_silent, step_silent = first_failure(dtype, is_wrong, predicted / 2, predicted * 2)
+    at = large_rows(torch.tensor([measured], dtype=dtype))
+    just_before = large_rows(torch.tensor([measured_silent], dtype=dtype))
 
-        low = low_rows(torch.tensor([args.low], dtype=dtype))
-        smallest = info.smallest_normal * info.eps  # the smallest subnormal number
-        # exp(x) rounds to 0 when e^x is below half the smallest subnormal: then 0 / 0 = NaN
-        predicted_nan = low.max().item() < math.log(smallest) - math.log(2)
-        underflow_nan[name] = (bool(torch.isnan(naive_softmax(low)).any()) == predicted_nan, predicted_nan,
-                               float(max_error(stable_softmax, low).max()) <= tol)
-        underflow_rows.append([name, fmt_row(low[0], 6), math.log(smallest), fmt_row(naive_softmax(low)[0]),
-                               fmt_row(stable_softmax(low)[0]), fmt_row(reference(low)[0])])
+    # Every tested logit for the stable form: the scan of the figure, then powers of ten up to
+    # finfo.max / 4 (positive for [x, x-1, 0], negative for [x, x-1, x-2]).
+    scan_x = torch.linspace(0.0, 1.5 * predicted, points, dtype=torch.float64).to(dtype)
+    decades = torch.logspace(0, math.log10(info.max / 4), 60, dtype=torch.float64).to(dtype)
+    tested = torch.cat([large_rows(scan_x), large_rows(decades), low_rows(-decades), low_rows(-scan_x)])
 
+    low = low_rows(torch.tensor([low_logit], dtype=dtype))
+    smallest = info.smallest_normal * info.eps  # the smallest subnormal number
+    # exp(x) rounds to 0 when e^x is below half the smallest subnormal: then 0 / 0 = NaN
+    predicted_nan = low.max().item() < math.log(smallest) - math.log(2)
+    return {
+        "loud": (abs(measured - predicted) <= step, measured, predicted, step),
+        "silent": (abs(measured_silent - silent) <= step_silent, measured_silent, silent, step_silent),
+        "overflow_row": [name, predicted, measured, step, fmt_row(naive_softmax(at)[0]),
+                         fmt_row(stable_softmax(at)[0])],
+        "silent_row": [name, silent, measured_silent, fmt_row(naive_softmax(just_before)[0]),
+                       fmt_row(reference(just_before)[0])],
+        "stable_worst": (max_error(stable_softmax, tested).max().item(), tol, len(tested)),
+        "scan": {"x": scan_x, "naive": max_error(naive_softmax, large_rows(scan_x)),
+                 "stable": max_error(stable_softmax, large_rows(scan_x)), "predicted": predicted,
+                 "silent": silent, "tolerance": tol},
+        "underflow_nan": (bool(torch.isnan(naive_softmax(low)).any()) == predicted_nan, predicted_nan,
+                          float(max_error(stable_softmax, low).max()) <= tol),
+        "underflow_row": [name, fmt_row(low[0], 6), math.log(smallest), fmt_row(naive_softmax(low)[0]),
+                          fmt_row(stable_softmax(low)[0]), fmt_row(reference(low)[0])],
+    }
+
+
+def print_overflow(found: dict) -> None:
     print("Overflow: rows [x, x-1, 0]. The naive form returns inf/NaN from x = ln(finfo.max) on; "
           "'step' is the dtype's spacing there.")
     print()
     print_table(["dtype", "predicted ln(max)", "measured", "step", "naive at measured", "stable at measured"],
-                overflow_rows, ["", ".6f", ".6f", ".2g", "", ""])
+                [result["overflow_row"] for result in found.values()], ["", ".6f", ".6f", ".2g", "", ""])
     print()
     print("It fails silently a little earlier: e^x + e^(x-1) overflows from x = ln(max) - ln(1 + 1/e), "
           "and every weight becomes 0.")
     print()
     print_table(["dtype", "predicted", "measured", "naive there", "float64 reference"],
-                silent_rows, ["", ".6f", ".6f", "", ""])
+                [result["silent_row"] for result in found.values()], ["", ".6f", ".6f", "", ""])
     print()
-    print(f"Underflow: all logits near {args.low:g}. exp rounds to 0 below ln(smallest subnormal / 2), "
+
+
+def print_underflow(found: dict, low_logit: float) -> None:
+    print(f"Underflow: all logits near {low_logit:g}. exp rounds to 0 below ln(smallest subnormal / 2), "
           "so the naive form computes 0 / 0.")
     print()
     for name, dtype in DTYPES.items():
-        stored = low_rows(torch.tensor([args.low], dtype=dtype))[0].double()
-        intended = torch.tensor([args.low, args.low - 1, args.low - 2], dtype=torch.float64)
+        stored = low_rows(torch.tensor([low_logit], dtype=dtype))[0].double()
+        intended = torch.tensor([low_logit, low_logit - 1, low_logit - 2], dtype=torch.float64)
         if not torch.equal(stored, intended):
-            near = as_bits(abs(args.low), dtype)
+            near = as_bits(abs(low_logit), dtype)
             spacing = from_bits(near + 1, dtype).item() - from_bits(near, dtype).item()
-            print(f"({name} cannot store these logits exactly: its numbers near {abs(args.low):g} are "
+            print(f"({name} cannot store these logits exactly: its numbers near {abs(low_logit):g} are "
                   f"{spacing:g} apart.)\n")
     print_table(["dtype", "logits as stored", "ln(smallest subnormal)", "naive", "stable", "float64 reference"],
-                underflow_rows, ["", "", ".2f", "", "", ""])
+                [result["underflow_row"] for result in found.values()], ["", "", ".2f", "", "", ""])
     print()
 
-    # The course's attention: the same logits as the scores of one query (q = the logits, k = the
-    # identity, scale 1, so q k^T = the logits). It calls torch.softmax, which shifts by the max.
-    logits = torch.tensor([[1000.0, 999.0, 0.0], [args.low, args.low - 1, args.low - 2]])  # float32
+
+def check_the_course_attention(low_logit: float) -> float:
+    """The course's attention on the same logits as the scores of one query (q = the logits, k = the
+    identity, scale 1, so q k^T = the logits). It calls torch.softmax, which shifts by the max."""
+    logits = torch.tensor([[1000.0, 999.0, 0.0], [low_logit, low_logit - 1, low_logit - 2]])  # float32
     _, weights = scaled_dot_product_attention(logits[None, :, None, :], torch.eye(3).expand(1, 2, 3, 3),
                                               torch.eye(3).expand(1, 2, 3, 3), scale=1.0, return_weights=True)
     weights = weights[0, :, 0]  # [2 rows, 3]
@@ -244,7 +262,14 @@ def main(argv=None):
     print(f"  weights {fmt_row(weights[0])} and {fmt_row(weights[1])} (naive float32: "
           f"{fmt_row(naive_softmax(logits[0]))} and {fmt_row(naive_softmax(logits[1]))})")
     print()
+    return attention_error
 
+
+def claim_softmax(exp, found: dict, low_logit: float, attention_error: float) -> None:
+    loud_ok = {name: result["loud"] for name, result in found.items()}
+    silent_ok = {name: result["silent"] for name, result in found.items()}
+    stable_worst = {name: result["stable_worst"] for name, result in found.items()}
+    underflow_nan = {name: result["underflow_nan"] for name, result in found.items()}
     exp.claim(all(ok for ok, *_ in loud_ok.values()),
               "the naive softmax first returns inf/NaN at the predicted x = ln(finfo.max), within one step "
               "of the dtype's numbers: " + "; ".join(
@@ -259,15 +284,12 @@ def main(argv=None):
                   f"{n} max error {w:.1e} <= {t:.1e} ({k} rows)" for n, (w, t, k) in stable_worst.items()))
     nan_dtypes = [n for n, (_, predicted_nan, _) in underflow_nan.items() if predicted_nan]
     exp.claim(all(as_predicted and ok for as_predicted, _, ok in underflow_nan.values()),
-              f"with all logits near {args.low:g}, the naive form gives NaN (0 / 0) exactly where every exp "
+              f"with all logits near {low_logit:g}, the naive form gives NaN (0 / 0) exactly where every exp "
               f"underflows, x < ln(smallest subnormal / 2): in {', '.join(nan_dtypes) or 'no dtype'}; "
               f"the stable form gives the right weights in all four dtypes")
     exp.claim(attention_error <= tolerance(torch.float32),
               f"minimind_ref's attention, which softmaxes with torch.softmax, gets both float32 rows right "
               f"(max error {attention_error:.1e})")
-
-    exp.save(plot(scans), "overflow")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -123,16 +123,23 @@ def main(argv=None):
     layers = build_layers(config)
     x = torch.randn(args.batch, args.tokens, args.hidden)  # [B, T, C]: random unit-variance tokens
     rows_measured = args.batch * args.heads * args.tokens
-    chance = 1 / args.tokens
     print(f"{args.batch} sequences x {config.num_attention_heads} heads x T = {args.tokens} tokens = "
           f"{rows_measured} rows of weights; C = {args.hidden}, head_dim D = {config.head_dim}")
     tied = layers["tied"]
     print(f"tied layer: k_proj.weight is q_proj.weight: {tied.k_proj.weight is tied.q_proj.weight}")
     print()
+    results = measure_every_setting(layers, x, config, args.tokens)
+    claim_tied(exp, results, config.head_dim, args.tokens)
+    draw_scores_and_weights(exp, results, args.tokens)
+    return exp.finish()
 
+
+def measure_every_setting(layers: dict, x, config, tokens: int) -> dict:
+    """Tied and separate projections, with and without RoPE: symmetry, self-attention, the bound."""
+    chance = 1 / tokens
     results, rows = {}, []
     for projections, positions in SETTINGS:
-        cos, sin = rope_tables(positions, args.tokens, config.head_dim, config.rope_theta)
+        cos, sin = rope_tables(positions, tokens, config.head_dim, config.rope_theta)
         r = measure(layers[projections], x, cos, sin)
         results[projections, positions] = r
         rows.append([label(projections, positions), r["asymmetry"], r["self_top"], r["self_weight"],
@@ -147,9 +154,13 @@ def main(argv=None):
     check = max(r["softmax_matches"] for r in results.values())
     print(f"softmax of the scores computed here reproduces the layer's weights: max difference {check:.1e}")
     print()
+    return results
 
+
+def claim_tied(exp, results: dict, head_dim: int, tokens: int) -> None:
+    chance = 1 / tokens
     # Rounding: a score sums D products, and RoPE adds a few operations per coordinate.
-    tolerance = 4 * config.head_dim * EPS32
+    tolerance = 4 * head_dim * EPS32
     for positions in ("none", "rope"):
         r = results["tied", positions]
         where = "with RoPE" if positions == "rope" else "without positions"
@@ -170,10 +181,13 @@ def main(argv=None):
               f"separate: the diagonal is the row maximum in at most {100 * worst:.1f}% of the rows, near "
               f"chance 1/T = {100 * chance:.1f}% (must be <= {CHANCE_FACTOR} x chance)")
 
-    labels = [f"t{i}" for i in range(args.tokens)]
+
+
+def draw_scores_and_weights(exp, results: dict, tokens: int) -> None:
+    labels = [f"t{i}" for i in range(tokens)]
     show = [("separate", "none"), ("tied", "none"), ("tied", "rope")]
     titles = [label(*s) for s in show]
-    annotate = args.tokens <= 8
+    annotate = tokens <= 8
     maps = torch.stack([results[s]["scores"][0, 0] for s in show])  # [3, T, T]
     limit = maps.abs().max().item()  # a diverging scale centred on 0: red positive, blue negative
     fig = show_heatmaps(maps, x_labels=labels, titles=titles, annotate=annotate, cmap="RdBu_r",
@@ -185,7 +199,6 @@ def main(argv=None):
                         titles=titles, annotate=annotate,
                         suptitle="Weights, sequence 0, head 0: with W_k = W_q each token looks mostly at itself")
     exp.save(fig, "weights")
-    return exp.finish()
 
 
 if __name__ == "__main__":

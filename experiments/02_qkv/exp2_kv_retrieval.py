@@ -155,17 +155,7 @@ def main(argv=None):
     held_out = make_examples(HELD_OUT, S, T, torch.Generator().manual_seed(10_000 + args.seed))
     inputs, answers = held_out
     before = evaluate(model, inputs, answers)
-
-    # The shapes of one batch on its way through the layer.
-    questions, pairs = model.features(*inputs)
-    q = model.q_proj(questions)[:, None]
-    k = model.k_proj(pairs)[:, None]
-    print(f"cross-attention: T = {T} questions attend to S = {S} pairs, width D = {args.width}")
-    print(f"  question tokens {tuple(questions.shape)} -> q {tuple(q.shape)}  [B, T, K+V] -> [B, H=1, T, D]")
-    print(f"  pair tokens     {tuple(pairs.shape)} -> k, v {tuple(k.shape)}  [B, S, K+V] -> [B, H=1, S, D]")
-    print(f"  weights {tuple(before['weights'][:, None].shape)} [B, H, T, S]; value scores "
-          f"{tuple(model(inputs).shape)} [B, T, values]")
-    print()
+    print_shapes(model, inputs, before, S, T, args.width)
 
     stream = training_stream(args.steps, args.batch, S, T, args.seed)
     log = train(model, lambda step, generator: stream[step], steps=args.steps, lr=args.lr, seed=args.seed,
@@ -173,8 +163,29 @@ def main(argv=None):
     after = evaluate(model, inputs, answers)
     k_ratio, v_ratio = role_ratios(model)
     overlap = seen_in_training(stream, inputs)
+    fused_error = through_the_fused_kernel(model, inputs)
+    print_results(log, before, after, overlap, k_ratio, v_ratio, fused_error, S, args.steps, args.batch)
+    claim_lookup(exp, before, after, overlap, k_ratio, v_ratio, fused_error, S, T)
+    draw_weights(exp, inputs, before, after, S)
+    return exp.finish()
 
-    # The trained layer through torch's fused kernel: the same outputs.
+
+def print_shapes(model, inputs, before: dict, S: int, T: int, width: int) -> None:
+    """The shapes of one batch on its way through the layer."""
+    questions, pairs = model.features(*inputs)
+    q = model.q_proj(questions)[:, None]
+    k = model.k_proj(pairs)[:, None]
+    print(f"cross-attention: T = {T} questions attend to S = {S} pairs, width D = {width}")
+    print(f"  question tokens {tuple(questions.shape)} -> q {tuple(q.shape)}  [B, T, K+V] -> [B, H=1, T, D]")
+    print(f"  pair tokens     {tuple(pairs.shape)} -> k, v {tuple(k.shape)}  [B, S, K+V] -> [B, H=1, S, D]")
+    print(f"  weights {tuple(before['weights'][:, None].shape)} [B, H, T, S]; value scores "
+          f"{tuple(model(inputs).shape)} [B, T, values]")
+    print()
+
+
+
+def through_the_fused_kernel(model, inputs) -> float:
+    """The trained layer through torch's fused kernel: its largest difference from minimind_ref's."""
     with torch.no_grad():
         questions, pairs = model.features(*inputs)
         q, k, v = (proj(t)[:, None] for proj, t in
@@ -182,9 +193,13 @@ def main(argv=None):
         fused = F.scaled_dot_product_attention(q, k, v)
         explicit = scaled_dot_product_attention(q, k, v)
     fused_error = (fused - explicit).abs().max().item()
+    return fused_error
 
+
+def print_results(log, before: dict, after: dict, overlap: int, k_ratio: float, v_ratio: float, fused_error: float,
+                  S: int, steps: int, batch: int) -> None:
     chance = 1 / NUM_VALUES
-    print(f"trained {args.steps} steps x {args.batch} examples: loss {log.losses[0]:.3f} -> {log.final_loss():.4f}")
+    print(f"trained {steps} steps x {batch} examples: loss {log.losses[0]:.3f} -> {log.final_loss():.4f}")
     print(f"measured on {HELD_OUT} fresh examples ({overlap} of them occur in the training stream)")
     print()
     print_table(["", "accuracy", "loss", "weight on the right pair", "largest weight on it"],
@@ -199,6 +214,11 @@ def main(argv=None):
     print(f"torch's fused SDPA on the trained layer: max difference from minimind_ref's {fused_error:.1e}")
     print()
 
+
+
+def claim_lookup(exp, before: dict, after: dict, overlap: int, k_ratio: float, v_ratio: float, fused_error: float,
+                 S: int, T: int) -> None:
+    chance = 1 / NUM_VALUES
     exp.claim(after["accuracy"] >= ACCURACY and overlap == 0,
               f"the trained layer answers {100 * after['accuracy']:.1f}% of {T * HELD_OUT} questions on fresh "
               f"examples right (must be >= {100 * ACCURACY:.0f}%; chance {100 * chance:.2f}%, the value of a random "
@@ -214,7 +234,10 @@ def main(argv=None):
               f"torch's fused scaled_dot_product_attention gives the same outputs with T = {T} queries and "
               f"S = {S} keys (max difference {fused_error:.1e})")
 
-    # One fresh example, before and after training.
+
+
+def draw_weights(exp, inputs, before: dict, after: dict, S: int) -> None:
+    """One fresh example, before and after training."""
     example = 0
     asked, keys, values = (t[example] for t in inputs)
     x_labels = [f"k{key}:v{value}" for key, value in zip(keys.tolist(), values.tolist())]
@@ -225,7 +248,6 @@ def main(argv=None):
                         ylabel="question", suptitle="Each question's weights over the pairs of one fresh "
                                                     "example: after training, on the asked key")
     exp.save(fig, "weights")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -120,8 +120,16 @@ def main(argv=None):
     args = exp.args
     B, T, H, D = args.batch, args.tokens, args.heads, args.head_dim
     token, feature = labels(B, T, H * D)
+    right, wrong = where_the_numbers_go(token, feature, B, T, H, D)
+    memory = which_calls_copy(B, T, H, D)
+    errors = wrong_split_in_attention(B, T, H, D)
+    claim_split(exp, right, wrong, memory, errors)
+    draw_split(exp, token, H)
+    return exp.finish()
 
-    # 1. Where do the numbers go?
+
+def where_the_numbers_go(token, feature, B: int, T: int, H: int, D: int):
+    """Which (head, position) slots hold the right token's right features, after each split."""
     right = slots_right(split_right(token, H), split_right(feature, H))
     wrong = slots_right(split_wrong(token, H), split_wrong(feature, H))
     head0_tokens = sorted(set(split_wrong(token, H)[0, 0].flatten().tolist()))
@@ -135,9 +143,12 @@ def main(argv=None):
     print(f"\nWith view(B, H, T, D), 'head 0' gets the first T*D = {T * D} numbers in memory: tokens "
           f"{head0_tokens}, with the features of every head, instead of features 0..{D - 1} of all {T} tokens.")
     print()
+    return right, wrong
 
-    # 2. Memory: which calls copy? On the way in, a projection's output x [B, T, H*D]; on the way
-    # out, attention's output out [B, H, T, D], freshly computed, hence contiguous.
+
+def which_calls_copy(B: int, T: int, H: int, D: int) -> dict:
+    """Memory: which calls copy? On the way in, a projection's output x [B, T, H*D]; on the way
+    out, attention's output out [B, H, T, D], freshly computed, hence contiguous."""
     x = torch.randn(B, T, H * D)
     heads_view = x.view(B, T, H, D)
     split = heads_view.transpose(1, 2)  # [B, H, T, D]: strides swapped, no copy
@@ -177,7 +188,14 @@ def main(argv=None):
           f"view changes out: {view_writes_through}. The copy took {copied_bytes} bytes, as many as out.")
     print()
 
-    # 3. What the wrong split and merge do to minimind_ref's Attention.
+    as_expected = (shares_storage(heads_view, x) and shares_storage(split, x) and shares_storage(back, out)
+                   and shares_storage(flat, out) and not shares_storage(reshaped, out)
+                   and not shares_storage(contiguous_view, out) and copy_isolated and view_writes_through)
+    return {"view_error": view_error, "as_expected": as_expected}
+
+
+def wrong_split_in_attention(B: int, T: int, H: int, D: int) -> dict:
+    """What the wrong split and merge do to minimind_ref's Attention: each pair's relative error."""
     config = MiniMindConfig(hidden_size=H * D, num_attention_heads=H, num_key_value_heads=H,
                             num_hidden_layers=1, vocab_size=16, max_position_embeddings=T)
     layer = random_attention(config)  # projections N(0, 1/fan_in): attention maps far from uniform
@@ -191,17 +209,18 @@ def main(argv=None):
     print_table(["split", "merge", "|output - Attention| / |Attention|"],
                 [[s, m, e] for (s, m), e in errors.items()], ["", "", ".1e"])
     print()
+    return errors
 
+
+def claim_split(exp, right, wrong, memory: dict, errors: dict) -> None:
     exp.claim(bool(right.all()) and int(wrong.sum()) < wrong.numel() // 2,
               f"view(B, T, H, D).transpose(1, 2) puts every token's features in its head "
               f"({int(right.sum())}/{right.numel()} slots right); view(B, H, T, D) runs and gets "
               f"{wrong.numel() - int(wrong.sum())}/{wrong.numel()} slots wrong")
-    exp.claim(view_error is not None and "view size is not compatible" in view_error,
+    exp.claim(memory["view_error"] is not None and "view size is not compatible" in memory["view_error"],
               "after transpose(1, 2), .view(B, T, H*D) raises a RuntimeError (view size is not compatible "
               "with input tensor's size and stride)")
-    exp.claim(shares_storage(heads_view, x) and shares_storage(split, x) and shares_storage(back, out)
-              and shares_storage(flat, out) and not shares_storage(reshaped, out)
-              and not shares_storage(contiguous_view, out) and copy_isolated and view_writes_through,
+    exp.claim(memory["as_expected"],
               "view and transpose share their input's storage, and so does reshape of a contiguous tensor; "
               "reshape after the transpose (like .contiguous()) silently copies: new storage, and writes to it "
               "do not reach the original")
@@ -212,6 +231,9 @@ def main(argv=None):
               f"{right_error:.1e}); a wrong split, a wrong merge or both miss it by at least "
               f"{min(wrong_errors):.0%} of its size, with no error raised")
 
+
+
+def draw_split(exp, token, H: int) -> None:
     fig = show_heatmaps(torch.stack([split_right(token, H)[0], split_wrong(token, H)[0]]),
                         titles=[[f"view + transpose, head {h}" for h in range(H)],
                                 [f"view(B, H, T, D), head {h}" for h in range(H)]],
@@ -219,7 +241,6 @@ def main(argv=None):
                         fmt=".0f", cmap="viridis",
                         suptitle="Which token each number of each head comes from (batch element 0)")
     exp.save(fig, "split")
-    return exp.finish()
 
 
 if __name__ == "__main__":

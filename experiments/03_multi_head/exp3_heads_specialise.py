@@ -199,10 +199,20 @@ def main(argv=None):
     print(f"Task: topic token + {args.tokens - 1} symbols; answer at t >= 2 = (topic, symbol t-1), {K} x {K} = "
           f"{K * K} classes. Model: 1 layer, hidden {args.hidden}, trained {args.steps} steps of {args.batch}.")
     print()
-
     multi = train_and_measure(args.heads, args, args.seed)
     single = train_and_measure(1, args, args.seed)
+    print_heads_and_ablation(multi, single, args)
+    claim_specialisation(exp, multi, single, args)
+    heatmaps, bars = plot(multi, single, K)
+    exp.save(heatmaps, "heatmaps")
+    exp.save(bars, "ablation")
+    return exp.finish()
 
+
+def print_heads_and_ablation(multi: dict, single: dict, args) -> None:
+    """Where each head looks, in the multi-head model and the one-head control; then the multi-head
+    model's accuracy with each head zeroed."""
+    K = args.symbols
     rows = []
     for name, run in ((f"{args.heads} heads", multi), ("1 head (control)", single)):
         for h in range(run["first"].shape[0]):
@@ -225,6 +235,10 @@ def main(argv=None):
                 ["", ".3f", ".3f", ".3f", ".3f"])
     print()
 
+
+
+def claim_specialisation(exp, multi: dict, single: dict, args) -> None:
+    K = args.symbols
     exp.claim(multi["scores"]["accuracy"] >= LEARNED,
               f"the {args.heads}-head model learns the task: {multi['scores']['accuracy']:.3f} of held-out "
               f"answers right (at least {LEARNED})")
@@ -254,10 +268,6 @@ def main(argv=None):
               f"right) by splitting its weight, {sf:.3f} on the first token and {sp:.3f} on the previous one "
               f"(each at least {SPREAD}): one head is one weighted average, not one pointer")
 
-    heatmaps, bars = plot(multi, single, K)
-    exp.save(heatmaps, "heatmaps")
-    exp.save(bars, "ablation")
-    return exp.finish()
 
 
 if __name__ == "__main__":

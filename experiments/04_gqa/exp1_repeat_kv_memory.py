@@ -153,13 +153,22 @@ def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     n_rep = args.heads // args.kv_heads
-    shape = (1, args.kv_heads, args.tokens, args.head_dim)
-    k = torch.randn(shape)  # [B, H_kv, S, D]: the cached keys of one layer
+    k = torch.randn(1, args.kv_heads, args.tokens, args.head_dim)  # [B, H_kv, S, D]: the cached keys of one layer
+    steps = the_two_steps_of_repeat_kv(k, args.heads, n_rep)
+    mqa = one_kv_head(k, args.heads)
+    lengths, sweep, kv_bytes, fused_largest, chosen = attention_as_the_cache_grows(
+        args.heads, args.kv_heads, args.head_dim, args.max_tokens, n_rep)
+    claim_memory(exp, k, n_rep, steps, mqa, lengths, sweep, kv_bytes, fused_largest, chosen)
+    exp.save(plot(lengths, sweep, kv_bytes), "bytes")
+    return exp.finish()
 
-    # 1. The two steps of repeat_kv, one at a time.
-    expanded = k[:, :, None].expand(1, args.kv_heads, n_rep, args.tokens, args.head_dim)  # [B, H_kv, n_rep, S, D]
+
+def the_two_steps_of_repeat_kv(k: torch.Tensor, heads: int, n_rep: int) -> dict:
+    """The two steps of repeat_kv, one at a time: expand (a view), then reshape (a copy)."""
+    _, kv_heads, tokens, head_dim = k.shape
+    expanded = k[:, :, None].expand(1, kv_heads, n_rep, tokens, head_dim)  # [B, H_kv, n_rep, S, D]
     repeated = mm.repeat_kv(k, n_rep)  # [B, H, S, D]
-    expand_blocks = allocations(lambda: k[:, :, None].expand(1, args.kv_heads, n_rep, args.tokens, args.head_dim))
+    expand_blocks = allocations(lambda: k[:, :, None].expand(1, kv_heads, n_rep, tokens, head_dim))
     repeat_blocks = allocations(lambda: mm.repeat_kv(k, n_rep))
     rows = []
     for name, t, blocks in (("k (the cache)", k, []), ("expand (a view)", expanded, expand_blocks),
@@ -167,29 +176,41 @@ def main(argv=None):
         address, nbytes = storage(t)
         rows.append([name, str(tuple(t.shape)), str(t.stride()), "yes" if address == storage(k)[0] else "no",
                      nbytes, total(blocks)])
-    print(f"H = {args.heads} query heads, H_kv = {args.kv_heads} KV heads (n_rep = {n_rep}), "
-          f"S = {args.tokens}, D = {args.head_dim}, float32")
+    print(f"H = {heads} query heads, H_kv = {kv_heads} KV heads (n_rep = {n_rep}), "
+          f"S = {tokens}, D = {head_dim}, float32")
     print()
     print_table(["tensor", "shape", "strides", "same storage as k", "storage bytes", "bytes allocated"],
                 rows, ["", "", "", "", ",d", ",d"])
     print()
 
-    # 2. MQA: one KV head. The merged axes are (1, n_rep): a view after all.
+    k_bytes = k.nbytes
+    return {"expand_is_view": storage(expanded) == storage(k) and expanded.stride()[2] == 0
+            and total(expand_blocks) == 0,
+            "expand_strides": expanded.stride(),
+            "repeat_copies": storage(repeated)[0] != storage(k)[0] and storage(repeated)[1] == n_rep * k_bytes
+            and total(repeat_blocks) == n_rep * k_bytes and torch.equal(repeated, k.repeat_interleave(n_rep, dim=1))}
+
+
+def one_kv_head(k: torch.Tensor, heads: int) -> dict:
+    """MQA: one KV head. The merged axes are (1, n_rep): a view after all."""
     k1 = k[:, :1].contiguous()  # [B, 1, S, D]
-    mqa = mm.repeat_kv(k1, args.heads)
-    mqa_blocks = allocations(lambda: mm.repeat_kv(k1, args.heads))
+    mqa = mm.repeat_kv(k1, heads)
+    mqa_blocks = allocations(lambda: mm.repeat_kv(k1, heads))
     mqa_is_view = storage(mqa)[0] == storage(k1)[0]
     print(f"MQA (1 KV head): repeat_kv gives shape {tuple(mqa.shape)}, strides {mqa.stride()}, same storage: "
           f"{mqa_is_view}, bytes allocated: {total(mqa_blocks)}")
     print()
+    return {"is_view": mqa_is_view and mqa.stride()[1] == 0 and total(mqa_blocks) == 0, "strides": mqa.stride()}
 
-    # 3. What attention for one decoding query allocates, as the cache grows.
-    lengths = [128 * 2 ** i for i in range((args.max_tokens // 128).bit_length())]
+
+def attention_as_the_cache_grows(heads: int, kv_heads: int, head_dim: int, max_tokens: int, n_rep: int):
+    """What attention for one decoding query allocates, as the cache grows, each way of computing it."""
+    lengths = [128 * 2 ** i for i in range((max_tokens // 128).bit_length())]
     sweep = {name: [] for name in attention_ways(None, None, None, n_rep)}
     fused_largest, kv_bytes, table, chosen = [], [], [], None
     for length in lengths:
-        q = torch.randn(1, args.heads, 1, args.head_dim)  # [B, H, 1, D]: one new token
-        kc = torch.randn(1, args.kv_heads, length, args.head_dim)  # [B, H_kv, S, D]
+        q = torch.randn(1, heads, 1, head_dim)  # [B, H, 1, D]: one new token
+        kc = torch.randn(1, kv_heads, length, head_dim)  # [B, H_kv, S, D]
         vc = torch.randn_like(kc)
         chosen = SDPBackend(torch._fused_sdp_choice(q, kc, vc, enable_gqa=True)).name  # the kernel torch picks
         kv_bytes.append(kc.nbytes + vc.nbytes)
@@ -206,18 +227,19 @@ def main(argv=None):
     print_table(["S", "K + V bytes", "repeat_kv + fused", "fused, enable_gqa", "math, enable_gqa",
                  "minimind_ref explicit"], table, [",d"] * 6)
     print()
+    return lengths, sweep, kv_bytes, fused_largest, chosen
 
-    # The checks.
+
+def claim_memory(exp, k, n_rep: int, steps: dict, mqa: dict, lengths, sweep, kv_bytes, fused_largest, chosen) -> None:
     k_bytes = k.nbytes
-    exp.claim(storage(expanded) == storage(k) and expanded.stride()[2] == 0 and total(expand_blocks) == 0,
+    exp.claim(steps["expand_is_view"],
               f"expand is a view: the same storage as k ({k_bytes:,} bytes), stride 0 on the repeat axis "
-              f"{expanded.stride()}, 0 bytes allocated")
-    exp.claim(storage(repeated)[0] != storage(k)[0] and storage(repeated)[1] == n_rep * k_bytes
-              and total(repeat_blocks) == n_rep * k_bytes and torch.equal(repeated, k.repeat_interleave(n_rep, dim=1)),
+              f"{steps['expand_strides']}, 0 bytes allocated")
+    exp.claim(steps["repeat_copies"],
               f"the reshape copies: repeat_kv allocates a new storage of n_rep x {k_bytes:,} = "
               f"{n_rep * k_bytes:,} bytes, holding each KV head {n_rep} times")
-    exp.claim(mqa_is_view and mqa.stride()[1] == 0 and total(mqa_blocks) == 0,
-              f"with one KV head (MQA) the reshape is a view: stride 0 on the head axis {mqa.stride()}, "
+    exp.claim(mqa["is_view"],
+              f"with one KV head (MQA) the reshape is a view: stride 0 on the head axis {mqa['strides']}, "
               f"0 bytes allocated")
     fused, repeat = sweep["fused SDPA, enable_gqa=True"], sweep["repeat_kv + fused SDPA"]
     extra = [r - f for r, f in zip(repeat, fused)]
@@ -233,9 +255,6 @@ def main(argv=None):
     exp.claim(all(m >= n_rep * b for m, b in zip(math, kv_bytes)),
               "forced onto the math backend, the same enable_gqa=True call allocates at least n_rep x the K and V "
               "bytes at every S: enable_gqa alone does not promise that nothing is copied")
-
-    exp.save(plot(lengths, sweep, kv_bytes), "bytes")
-    return exp.finish()
 
 
 if __name__ == "__main__":

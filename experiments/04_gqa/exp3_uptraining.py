@@ -160,7 +160,16 @@ def main(argv=None):
                                num_key_value_heads=HEADS, vocab_size=args.vocab, max_position_embeddings=64)
     task = lookback_batch(args.vocab)
     up_steps = max(1, round(args.uptrain_fraction * args.steps))
+    mha, reference, ids, targets = train_the_mha_model(config, task, up_steps, args)
+    results, weight_distance = convert_and_uptrain(mha, config, task, up_steps, reference, ids, targets, args)
+    print_results(results, weight_distance)
+    claim_uptraining(exp, results, weight_distance, up_steps)
+    exp.save(plot(results, GROUPS), "distance")
+    return exp.finish()
 
+
+def train_the_mha_model(config, task, up_steps: int, args):
+    """The multi-head model every conversion starts from, and its logits on held-out sequences."""
     mha = mm.MiniMindForCausalLM(config)
     log = train(mha, task, steps=args.steps, lr=args.lr, seed=args.seed)
     ids, targets = lookback_batch(args.vocab, batch=64)(0, torch.Generator().manual_seed(10_000 + args.seed))
@@ -171,7 +180,12 @@ def main(argv=None):
           f"held-out accuracy {compare(mha, reference, ids, targets)['acc']:.3f} (chance {1 / args.vocab:.3f})")
     print(f"Uptraining: {up_steps} steps ({100 * up_steps / args.steps:.0f}% of the training steps), lr {args.lr:g}.")
     print()
+    return mha, reference, ids, targets
 
+
+def convert_and_uptrain(mha, config, task, up_steps: int, reference, ids, targets, args):
+    """For each number of KV heads: mean-pool the K/V heads, then uptrain; a random start trained
+    as many steps beside it (and, with --compare-first, the first head of each group kept)."""
     results = {"mean-pooled": {}, "mean-pooled, then uptrained": {}, "random start, same steps": {}}
     if args.compare_first:
         results["first head kept"] = {}
@@ -191,7 +205,10 @@ def main(argv=None):
         scratch = mm.MiniMindForCausalLM(config.replace(num_key_value_heads=groups))
         train(scratch, task, steps=up_steps, lr=args.lr, seed=args.seed + 1)
         results["random start, same steps"][groups] = compare(scratch, reference, ids, targets)
+    return results, weight_distance
 
+
+def print_results(results: dict, weight_distance: dict) -> None:
     rows = []
     for label, by_groups in results.items():
         for groups, r in by_groups.items():
@@ -204,6 +221,9 @@ def main(argv=None):
           "KL(MHA || model), mean per scored position. All on 64 held-out sequences.")
     print()
 
+
+
+def claim_uptraining(exp, results: dict, weight_distance: dict, up_steps: int) -> None:
     pooled, uptrained, scratch = (results[k] for k in ("mean-pooled", "mean-pooled, then uptrained",
                                                        "random start, same steps"))
     smaller = GROUPS[1:]
@@ -229,8 +249,6 @@ def main(argv=None):
               + ", ".join(f"{scratch[g]['acc']:.2f}" for g in smaller) + " against " + ", ".join(
                   f"{uptrained[g]['acc']:.2f}" for g in smaller))
 
-    exp.save(plot(results, GROUPS), "distance")
-    return exp.finish()
 
 
 if __name__ == "__main__":

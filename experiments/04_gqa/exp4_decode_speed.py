@@ -123,17 +123,26 @@ def main(argv=None):
           f"{config.head_dim}; weights {weights_mib['MHA']:.0f} MiB (MHA), {weights_mib['GQA']:.0f} MiB (GQA), "
           f"{weights_mib['MQA']:.0f} MiB (MQA), float32; {torch.get_num_threads()} CPU thread(s).")
     print()
+    medians, cache_mib, exact = time_decoding(models, lengths, weights_mib, args.reps)
+    claim_decoding(exp, lengths, medians, cache_mib, exact, weights_mib)
+    exp.save(plot(lengths, medians, cache_mib, weights_mib), "decode")
+    return exp.finish()
 
+
+def time_decoding(models: dict, lengths: list[int], weights_mib: dict, reps: int):
+    """At each cache length, each variant's cache size and the median time of a one-token step,
+    through the fused kernel and the explicit path."""
+    config = models["GQA"].config
     medians, cache_mib, exact = {}, {}, []
     rows = []
-    room = len(PATHS) * (args.reps + 1) + 1
+    room = len(PATHS) * (reps + 1) + 1
     for length in lengths:
         caches = {name: filled_cache(m, length, room) for name, m in models.items()}
         for name, m in models.items():
             per_token = 2 * config.num_hidden_layers * m.config.num_key_value_heads * config.head_dim * 4
             exact.append(caches[name].nbytes() == length * per_token)
             cache_mib[(name, length)] = caches[name].nbytes() / MIB
-        medians[length] = time_steps(models, caches, args.reps)
+        medians[length] = time_steps(models, caches, reps)
         step = medians[length]
         # the bytes a step reads at least: the weights and the cache
         reads = {name: weights_mib[name] + cache_mib[(name, length)] for name in models}
@@ -150,7 +159,10 @@ def main(argv=None):
     print("ms: median of the timed steps of one token (the cache grows by a token per step). 'bytes read': "
           "weights + cache, the least a step must read; its ratio is what a purely memory-bound step would gain.")
     print()
+    return medians, cache_mib, exact
 
+
+def claim_decoding(exp, lengths: list[int], medians: dict, cache_mib: dict, exact: list, weights_mib: dict) -> None:
     gqa_ratio = VARIANTS["MHA"] // VARIANTS["GQA"]
     exp.claim(all(exact) and all(cache_mib[("MHA", s)] == gqa_ratio * cache_mib[("GQA", s)]
                                  == VARIANTS["MHA"] * cache_mib[("MQA", s)] for s in lengths),
@@ -170,8 +182,6 @@ def main(argv=None):
               f"through the fused kernel (must be more than 1.3x): repeating the cache to {gqa_ratio}x its size "
               f"at every layer of every step costs more than it saved")
 
-    exp.save(plot(lengths, medians, cache_mib, weights_mib), "decode")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -177,10 +177,20 @@ def plot(tables, rope):
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    v2 = DEEPSEEK_V2
-    groups = args.groups
+    deepseek, minimind_mla = the_layers()
+    run = naive_and_absorbed(deepseek, minimind_mla, args.tokens, args.steps)
+    tables = cache_table(run["deepseek_bytes"], run["minimind_bytes"], args.groups)
+    agreement = compare_the_paths(run, args.steps)
+    rope = rope_through_the_latent(deepseek, run["x"][:, :args.tokens])
+    print_rope_table(rope)
+    claim_mla(exp, tables, agreement, rope)
+    exp.save(plot(tables, rope), "cache")
+    return exp.finish()
 
-    # --- the layers: DeepSeek-V2's attention sizes in full, and MLA at MiniMind2's sizes
+
+def the_layers():
+    """DeepSeek-V2's attention sizes in full, and MLA at MiniMind2's sizes."""
+    v2 = DEEPSEEK_V2
     deepseek = MultiHeadLatentAttention(v2).eval()                       # about 149M parameters, float32
     minimind_cfg = mm.MiniMindConfig()
     minimind_mla = MultiHeadLatentAttention(MLAConfig()).eval()          # hidden 512, 8 heads of 64
@@ -192,22 +202,32 @@ def main(argv=None):
           f"heads of {minimind_cfg.head_dim}, {minimind_cfg.num_key_value_heads} KV heads; its MLA twin: "
           f"d_c = {MLAConfig().kv_lora_rank}, d_R = {MLAConfig().qk_rope_head_dim}.")
     print()
+    return deepseek, minimind_mla
 
-    # --- 1. naive vs absorbed on the DeepSeek-V2-sized layer: the prompt fills a latent cache, then
-    # single tokens follow through it; the whole sequence at once, both ways, is the reference
-    x = torch.randn(2, args.tokens + args.steps, v2.hidden_size)
+
+def naive_and_absorbed(deepseek, minimind_mla, tokens: int, steps: int) -> dict:
+    """Naive vs absorbed on the DeepSeek-V2-sized layer: the prompt fills a latent cache, then
+    single tokens follow through it; the whole sequence at once, both ways, is the reference."""
+    v2 = DEEPSEEK_V2
+    x = torch.randn(2, tokens + steps, v2.hidden_size)
     with torch.no_grad():
         full_naive = deepseek(x)                                          # [B, T, C]
         full_absorbed = deepseek(x, absorbed=True)
-        prompt_out, cache = prompt_cache(deepseek, x[:, :args.tokens])
+        prompt_out, cache = prompt_cache(deepseek, x[:, :tokens])
         deepseek_bytes = latent_bytes_per_token(cache)                    # measured before the steps
         parts = [prompt_out] + [deepseek(x[:, t:t + 1], cache=cache, absorbed=True)
-                                for t in range(args.tokens, x.shape[1])]
+                                for t in range(tokens, x.shape[1])]
         stepped = torch.cat(parts, dim=1)
         minimind_bytes = latent_bytes_per_token(
             prompt_cache(minimind_mla, torch.randn(1, 4, MLAConfig().hidden_size))[1])
 
-    # --- 2. the cache table, measured on cache tensors (float32: 4 bytes per number)
+    return {"x": x, "full_naive": full_naive, "full_absorbed": full_absorbed, "stepped": stepped, "cache": cache,
+            "deepseek_bytes": deepseek_bytes, "minimind_bytes": minimind_bytes}
+
+
+def cache_table(deepseek_bytes: int, minimind_bytes: int, groups: list[int]) -> list:
+    """The cache table, measured on cache tensors (float32: 4 bytes per number)."""
+    v2, minimind_cfg = DEEPSEEK_V2, mm.MiniMindConfig()
     heads, d_h = v2.num_attention_heads, v2.qk_nope_head_dim
     deepseek_variants = [("MHA", heads)] + [(f"GQA-{g}", g) for g in groups] + [("MQA", 1)]
     mm_heads, mm_d = minimind_cfg.num_attention_heads, minimind_cfg.head_dim
@@ -225,20 +245,29 @@ def main(argv=None):
           "LatentCache.nbytes() per token for one layer, in float32 (the MLA rows: the cache the layer itself "
           "filled with a prompt). Last column: numbers x 2 bytes x layers.")
     print()
+    return tables
 
+
+def compare_the_paths(run: dict, steps: int) -> dict:
+    """How far the absorbed path, and the steps through the latent cache, are from the naive path."""
+    v2, x, cache = DEEPSEEK_V2, run["x"], run["cache"]
+    full_naive, full_absorbed, stepped = run["full_naive"], run["full_absorbed"], run["stepped"]
+    heads, d_h = v2.num_attention_heads, v2.qk_nope_head_dim
     scale = full_naive.abs().max().item()
     naive_vs_absorbed = (full_absorbed - full_naive).abs().max().item() / scale
     stepped_vs_full = (stepped - full_naive).abs().max().item() / scale
     print(f"DeepSeek-V2-sized layer, float32, batch 2, {x.shape[1]} tokens: largest output {scale:.3f}; "
-          f"absorbed vs naive differ by at most {naive_vs_absorbed:.1e} of it, the prompt then {args.steps} "
+          f"absorbed vs naive differ by at most {naive_vs_absorbed:.1e} of it, the prompt then {steps} "
           f"single-token steps through the latent cache vs the whole sequence at once by {stepped_vs_full:.1e}.")
     print(f"The absorbed path attends over {cache.rows[0].shape[-1]} cached numbers per token; the naive one "
           f"rebuilds {heads} x ({d_h} + {v2.qk_rope_head_dim}) key and {heads} x {v2.v_head_dim} value numbers "
           f"per token at every step.")
     print()
+    return {"naive_vs_absorbed": naive_vs_absorbed, "stepped_vs_full": stepped_vs_full}
 
-    # --- 3. why the rotary part is decoupled
-    rope = rope_through_the_latent(deepseek, x[:, :args.tokens])
+
+def print_rope_table(rope: dict) -> None:
+    """Why the rotary part is decoupled: folding W_UK into the query, with and without it."""
     print_table(["layout", "fold W_UK into the query: relative error of the scores"],
                 [["decoupled RoPE (MLA)", f"{rope['decoupled']:.1e}"],
                  ["RoPE on the full keys, all query-key pairs", f"{rope['rotated_keys']:.2f}"],
@@ -246,6 +275,11 @@ def main(argv=None):
                  ["  pairs at the same position (no rotation between)", f"{rope['rotated_keys_diagonal']:.1e}"]])
     print()
 
+
+def claim_mla(exp, tables: list, agreement: dict, rope: dict) -> None:
+    v2, minimind_cfg = DEEPSEEK_V2, mm.MiniMindConfig()
+    heads, d_h, mm_heads = v2.num_attention_heads, v2.qk_nope_head_dim, minimind_cfg.num_attention_heads
+    naive_vs_absorbed, stepped_vs_full = agreement["naive_vs_absorbed"], agreement["stepped_vs_full"]
     by = {(r["model"], r["variant"]): r for t in tables for r in t}
     exp.claim(all(r["bytes"] == 4 * r["numbers"] for t in tables for r in t),
               "every cache's measured bytes per token and layer equal its closed form x 4 bytes (float32): "
@@ -274,8 +308,6 @@ def main(argv=None):
               f"folding W_UK into the query is wrong (relative error {rope['rotated_keys_off_diagonal']:.2f} between "
               f"different positions), right only where query and key share a position")
 
-    exp.save(plot(tables, rope), "cache")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -123,11 +123,21 @@ def main(argv=None):
     generator = torch.Generator().manual_seed(args.seed)
     print(f"torch {torch.__version__}; softmax computed in the dtype itself, rows of {args.keys} keys")
     print()
+    results = every_fill_in_every_dtype(generator, args.rows, args.keys, args.spread)
+    thresholds = where_a_sum_overflows()
+    maps, ours_ok, torch_ok = empty_rows_in_attention(generator)
+    claim_fills(exp, results, thresholds, ours_ok, torch_ok, args.rows)
+    draw_weights(exp, maps)
+    return exp.finish()
 
+
+def every_fill_in_every_dtype(generator, row_count: int, keys: int, spread: float) -> dict:
+    """Each fill in each dtype: as stored, through masked_fill, on random rows with a visible key,
+    on a row with every key hidden, and with two masks added."""
     rows, results = [], {}
-    scores64 = torch.randn(args.rows, args.keys, generator=generator, dtype=torch.float64) * args.spread
-    visible = torch.rand(args.rows, args.keys, generator=generator) < 0.5
-    visible[torch.arange(args.rows), torch.randint(0, args.keys, (args.rows,), generator=generator)] = True
+    scores64 = torch.randn(row_count, keys, generator=generator, dtype=torch.float64) * spread
+    visible = torch.rand(row_count, keys, generator=generator) < 0.5
+    visible[torch.arange(row_count), torch.randint(0, keys, (row_count,), generator=generator)] = True
     for dtype_name, dtype in DTYPES.items():
         scores = scores64.to(dtype)
         for name in FILLS:
@@ -135,9 +145,9 @@ def main(argv=None):
             weights = torch.softmax(hide(scores, visible, fill), dim=-1)
             leak = weights.masked_fill(visible, 0).sum(-1).max().item()  # weight on hidden keys
             nan_rows = int(torch.isnan(weights).any(-1).sum())
-            empty = torch.softmax(torch.full((args.keys,), fill.item(), dtype=dtype), dim=-1)
+            empty = torch.softmax(torch.full((keys,), fill.item(), dtype=dtype), dim=-1)
             twice = fill + fill  # a causal and a padding mask, both hiding the key, added
-            empty_twice = torch.softmax(torch.full((args.keys,), twice.item(), dtype=dtype), dim=-1)
+            empty_twice = torch.softmax(torch.full((keys,), twice.item(), dtype=dtype), dim=-1)
             results[dtype_name, name] = dict(stored=fill.item(), leak=leak, nan_rows=nan_rows,
                                              empty=describe_row(empty), twice=twice.item(),
                                              empty_twice=describe_row(empty_twice),
@@ -149,9 +159,13 @@ def main(argv=None):
                  "all keys hidden", "fill + fill", "all hidden, two masks"],
                 rows, ["", "", "", "", ".1e", "", "", "", ""])
     print()
-    print(f"'max hidden weight' and 'NaN rows': over {args.rows} random rows with at least one visible key.")
+    print(f"'max hidden weight' and 'NaN rows': over {row_count} random rows with at least one visible key.")
     print()
+    return results
 
+
+def where_a_sum_overflows() -> dict:
+    """finfo.min + s: from which s on it overflows to -inf, measured and predicted, per dtype."""
     thresholds = {name: overflow_threshold(dtype) for name, dtype in DTYPES.items()}
     print("finfo.min + s overflows to -inf once s <= threshold (one mask added to a negative score):")
     print()
@@ -164,8 +178,11 @@ def main(argv=None):
     print(f"float16, every key hidden by adding finfo.min to the scores {example.tolist()}: "
           f"{added.tolist()} -> softmax {describe_row(torch.softmax(added, dim=-1))}")
     print()
+    return thresholds
 
-    # What the course's attention and torch's kernel do where empty rows really occur.
+
+def empty_rows_in_attention(generator):
+    """What the course's attention and torch's kernel do where empty rows really occur."""
     maps, ours_ok, torch_ok = [], {}, {}
     q32, k32, v32, mask = left_padded_example(generator)  # the same numbers, rounded to each dtype
     for dtype_name, dtype in DTYPES.items():
@@ -186,11 +203,14 @@ def main(argv=None):
     print_table(["dtype", "minimind_ref: finite, pad rows 0, real rows right", "torch SDPA: finite, pad rows 0"],
                 [[n, ours_ok[n], torch_ok[n]] for n in DTYPES], ["", "", ""])
     print()
+    return maps, ours_ok, torch_ok
 
+
+def claim_fills(exp, results: dict, thresholds: dict, ours_ok: dict, torch_ok: dict, row_count: int) -> None:
     r = results
     exp.claim(all(r[key]["leak"] == 0.0 and r[key]["nan_rows"] == 0 for key in r),
               f"while a row keeps a visible key, every fill in every dtype gives the hidden keys exactly 0 weight "
-              f"({args.rows} random rows each; -1e9 does not 'leak' there)")
+              f"({row_count} random rows each; -1e9 does not 'leak' there)")
     exp.claim(all(r[d, "-inf"]["empty"] == "NaN" for d in DTYPES),
               "a row with every key at -inf softmaxes to NaN in float32, float16 and bfloat16 (0 / 0)")
     exp.claim(all(r[d, "finfo.min"]["empty"].startswith("even") for d in DTYPES)
@@ -216,13 +236,15 @@ def main(argv=None):
               f"pad queries, in all three dtypes (its math path zeroes rows whose scores are all -inf; versions of "
               f"2023 returned NaN, pytorch issue 103963)")
 
+
+
+def draw_weights(exp, maps: list) -> None:
     grid = torch.stack(maps).reshape(len(DTYPES), len(FILLS), 5, 5)
     titles = [f"{d}, fill {f}" for d in DTYPES for f in FILLS]
     fig = show_heatmaps(grid, x_labels=["pad", "pad", "a", "b", "c"], titles=titles, annotate=True,
                         suptitle="causal + padding mask on a left-padded row: pad queries (rows 0-1) see no key; "
                                  "NaN is blank")
     exp.save(fig, "weights")
-    return exp.finish()
 
 
 if __name__ == "__main__":

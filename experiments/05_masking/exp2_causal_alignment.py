@@ -106,11 +106,19 @@ def build_model(hidden: int, vocab: int, max_len: int) -> MiniMindForCausalLM:
 
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
-    args = exp.args
-    S, D = args.keys, args.head_dim
+    S, D = exp.args.keys, exp.args.head_dim
     query_lens = sorted({1, 2, S // 2, S})
+    alignment = the_mask_torch_applies(S, query_lens)
+    errors = every_way_of_attending(S, D, query_lens)
+    model = a_model_with_a_kv_cache(S)
+    claim_alignment(exp, S, query_lens, alignment, errors, model)
+    draw_masks(exp, S)
+    return exp.finish()
 
-    # 1. The mask torch applies, read off its output.
+
+def the_mask_torch_applies(S: int, query_lens: list[int]) -> dict:
+    """The mask torch's is_causal=True applies, read off its output: for each T, whether it is the
+    top-left mask and whether it is the bottom-right one."""
     print(f"1. The mask torch's is_causal=True applies, read off its output (S = {S} keys):")
     print()
     rows, alignment = [], {}
@@ -123,8 +131,11 @@ def main(argv=None):
     print_table(["T", "S", "keys seen per query (torch)", "keys decoding needs", "= top left", "= bottom right"],
                 rows, ["", "", "", "", "", ""])
     print()
+    return alignment
 
-    # 2. Every way of attending, against the truth: the last T rows of full causal attention.
+
+def every_way_of_attending(S: int, D: int, query_lens: list[int]) -> dict:
+    """Every way of attending, against the truth: the last T rows of full causal attention."""
     q_all, k, v = (torch.randn(1, 2, S, D, dtype=torch.float64) for _ in range(3))
     truth = scaled_dot_product_attention(q_all, k, v, is_causal=True)  # [1, 2, S, D], square: no ambiguity
     q_all, k, v = q_all.float(), k.float(), v.float()
@@ -142,8 +153,12 @@ def main(argv=None):
     print()
     print_table(["T", "way", "error"], rows, ["", "", ".1e"])
     print()
+    return errors
 
-    # 3. A model with a KV cache: a prompt, then a chunk of new tokens in one call.
+
+def a_model_with_a_kv_cache(S: int) -> dict:
+    """A model with a KV cache: a prompt, then a chunk of new tokens in one call, with minimind_ref's
+    masks and with the top-left one forced into every layer."""
     vocab, new = 64, max(2, S // 2)
     model = build_model(hidden=64, vocab=vocab, max_len=4 * S)
     ids = torch.randint(0, vocab, (1, S))
@@ -169,7 +184,10 @@ def main(argv=None):
                  ["top left, as is_causal=True", wrong_error, f"{wrong_tokens} of {new}"]],
                 ["", ".1e", ""])
     print()
+    return {"right_error": right_error, "wrong_error": wrong_error}
 
+
+def claim_alignment(exp, S: int, query_lens: list[int], alignment: dict, errors: dict, model: dict) -> None:
     tol = 16 * EPS32  # float32 attention over at most a few dozen terms
     shorter = [T for T in query_lens if T < S]
     exp.claim(all(alignment[T][0] for T in query_lens) and not any(alignment[T][1] for T in shorter),
@@ -185,10 +203,14 @@ def main(argv=None):
               f"a bottom-right mask gets it right for every T: causal_mask(T, S) or torch's causal_lower_right "
               f"as attn_mask, and minimind_ref's is_causal=True on both paths (largest error {worst_right:.1e}, "
               f"tolerance {tol:.1e})")
+    right_error, wrong_error = model["right_error"], model["wrong_error"]
     exp.claim(right_error <= 1e-5 and wrong_error > 1e-2,
               f"in a model with a KV cache, minimind_ref's masks reproduce the full pass (logit error "
               f"{right_error:.1e}); the top-left mask moves the logits by {wrong_error:.0%} of their size")
 
+
+
+def draw_masks(exp, S: int) -> None:
     T = max(1, S // 4)
     maps = torch.stack([top_left(T, S), causal_mask(T, S)]).float()
     fig = show_heatmaps(maps, x_labels=[f"k{j}" for j in range(S)],
@@ -197,7 +219,6 @@ def main(argv=None):
                         suptitle=f"{T} new tokens after {S - T} cached: which keys each may see (1 = visible)",
                         annotate=True, fmt=".0f", colorbar=False)
     exp.save(fig, "masks")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -113,23 +113,35 @@ def evaluate(model: MiniMindForCausalLM, held_out: torch.Tensor) -> dict:
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
+    runs = train_with_and_without_the_mask(args.batch, args.held_out, args.steps, args.lr, args.seed)
+    print_runs(runs, args.batch, args.held_out, args.steps)
+    claim_masking(exp, runs)
+    draw_loss_and_attention(exp, runs)
+    return exp.finish()
 
+
+def train_with_and_without_the_mask(batch_size: int, held_out_count: int, steps: int, lr: float, seed: int) -> dict:
+    """The same model trained twice, with the causal mask and without it, each evaluated on
+    held-out sequences."""
     def batch(step, generator):
-        ids = word_sequences(args.batch, generator)
+        ids = word_sequences(batch_size, generator)
         return ids[:, :-1], ids[:, 1:]  # inputs, next-token targets
 
-    held_out = word_sequences(args.held_out, torch.Generator().manual_seed(10_000 + args.seed))
+    held_out = word_sequences(held_out_count, torch.Generator().manual_seed(10_000 + seed))
     runs = {}
     for name in ("causal mask", "no mask"):
-        model = build_model(args.seed)
+        model = build_model(seed)
         if name == "no mask":
             remove_causal_mask(model)
-        log = train(model, batch, steps=args.steps, lr=args.lr, seed=args.seed)
+        log = train(model, batch, steps=steps, lr=lr, seed=seed)
         runs[name] = {"log": log, **evaluate(model, held_out)}
+    return runs
 
+
+def print_runs(runs: dict, batch_size: int, held_out_count: int, steps: int) -> None:
     chance = 1 / VOCAB
-    print(f"Sequences of {LENGTH} tokens (word, noise, word, noise), vocabulary {VOCAB}, {args.steps} steps of "
-          f"{args.batch}.")
+    print(f"Sequences of {LENGTH} tokens (word, noise, word, noise), vocabulary {VOCAB}, {steps} steps of "
+          f"{batch_size}.")
     print(f"Lowest possible training loss: {honest_floor():.3f} seeing only the past (11/15 x ln {VOCAB}); "
           f"{cheating_floor():.3f} seeing every input (ln {VOCAB} / 15).")
     print()
@@ -139,11 +151,15 @@ def main(argv=None):
                  for name, r in runs.items()],
                 ["", ".3f", "", ".3f", ".3f"])
     print()
-    print(f"Accuracy on the 4 tokens of the word's second copy, {args.held_out} held-out sequences; chance is "
+    print(f"Accuracy on the 4 tokens of the word's second copy, {held_out_count} held-out sequences; chance is "
           f"1/{VOCAB} = {chance:.3f}. 'Head most on the next token': the head whose queries t put the most\n"
           f"weight on key t + 1, and that mean weight.")
     print()
 
+
+
+def claim_masking(exp, runs: dict) -> None:
+    chance = 1 / VOCAB
     causal, cheat = runs["causal mask"], runs["no mask"]
     exp.claim(cheat["log"].final_loss() < cheating_floor() + 0.1 < honest_floor(),
               f"without the mask the training loss reaches {cheat['log'].final_loss():.3f}, within 0.1 of the "
@@ -163,6 +179,10 @@ def main(argv=None):
     exp.claim(causal["decoded"] > 0.9,
               f"the model trained with the mask decodes the word: {causal['decoded']:.0%} right")
 
+
+
+def draw_loss_and_attention(exp, runs: dict) -> None:
+    causal, cheat = runs["causal mask"], runs["no mask"]
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, r in runs.items():
         ax.plot(r["log"].losses, label=name, lw=1)
@@ -177,7 +197,6 @@ def main(argv=None):
                                 f"no mask, head {cheat['head']}: one step ahead"],
                         suptitle="attention of the trained models on a held-out sequence")
     exp.save(fig, "attention")
-    return exp.finish()
 
 
 if __name__ == "__main__":

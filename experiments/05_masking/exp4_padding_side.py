@@ -62,33 +62,57 @@ def greedy_last_column(model, ids: torch.Tensor, mask: torch.Tensor, new: int) -
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     args = exp.args
+    model = train_the_word_model(args.seed, args.steps)
+    prompts, lengths, word_next = prompts_inside_a_word(args.prompts, args.seed)
+    decoded = decode_every_way(model, prompts, args.new)
+    results = compare_with_alone(decoded, lengths, word_next, args.prompts, args.new)
+    claim_padding(exp, results)
+    draw_masks(exp, prompts)
+    return exp.finish()
 
-    model = build_model(args.seed)
+
+def train_the_word_model(seed: int, steps: int):
+    """A small model trained to continue the words of word_sequences."""
+    model = build_model(seed)
 
     def batch(step, generator):
         ids = word_sequences(32, generator)
         return ids[:, :-1], ids[:, 1:]
 
-    train(model, batch, steps=args.steps, lr=1e-2, seed=args.seed)
+    train(model, batch, steps=steps, lr=1e-2, seed=seed)
+    return model
 
-    sequences = word_sequences(args.prompts, torch.Generator().manual_seed(20_000 + args.seed))
-    lengths = [SECOND + row % WORD for row in range(args.prompts)]  # 8, 9, 10, 11, 8, ...: inside the word
+
+def prompts_inside_a_word(count: int, seed: int):
+    """Prompts of different lengths, each ending inside a word, and the token that continues it."""
+    sequences = word_sequences(count, torch.Generator().manual_seed(20_000 + seed))
+    lengths = [SECOND + row % WORD for row in range(count)]  # 8, 9, 10, 11, 8, ...: inside the word
     prompts = [sequences[row, :length] for row, length in enumerate(lengths)]
     word_next = torch.stack([sequences[row, length] for row, length in enumerate(lengths)])  # [B]
+    return prompts, lengths, word_next
 
-    alone = torch.cat([model.generate(p[None], max_new_tokens=args.new)[:, -args.new:] for p in prompts])
+
+def decode_every_way(model, prompts: list, new: int) -> dict:
+    """Greedy decoding of each prompt alone, and of the batch padded on the left and on the right."""
+    alone = torch.cat([model.generate(p[None], max_new_tokens=new)[:, -new:] for p in prompts])
     left_ids, left_mask = pad_batch(prompts, "left")
-    left = model.generate(left_ids, max_new_tokens=args.new, attention_mask=left_mask)[:, -args.new:]
+    left = model.generate(left_ids, max_new_tokens=new, attention_mask=left_mask)[:, -new:]
     right_ids, right_mask = pad_batch(prompts, "right")
-    right = greedy_last_column(model, right_ids, right_mask, args.new)
+    right = greedy_last_column(model, right_ids, right_mask, new)
     # For comparison: left padding through the same plain loop, with no position ids.
-    left_plain = greedy_last_column(model, left_ids, left_mask, args.new)
+    left_plain = greedy_last_column(model, left_ids, left_mask, new)
 
+    return {"each prompt alone": alone, "left-padded batch, generate()": left,
+            "left-padded batch, plain loop": left_plain, "right-padded batch, plain loop": right}
+
+
+def compare_with_alone(decoded: dict, lengths: list[int], word_next, count: int, new: int) -> dict:
+    """For padded and unpadded rows: the share decoded as alone, and the share continuing the word."""
+    alone = decoded["each prompt alone"]
     padded = torch.tensor([length < max(lengths) for length in lengths])  # rows that got pads
     rows = []
     results = {}
-    for name, tokens in (("each prompt alone", alone), ("left-padded batch, generate()", left),
-                         ("left-padded batch, plain loop", left_plain), ("right-padded batch, plain loop", right)):
+    for name, tokens in decoded.items():
         same = (tokens == alone).all(dim=1)  # [B]: every new token as when decoded alone
         first_right = tokens[:, 0] == word_next  # [B]: the first new token continues the word
         results[name] = dict(same_padded=same[padded].float().mean().item(),
@@ -96,7 +120,7 @@ def main(argv=None):
                              first_padded=first_right[padded].float().mean().item())
         r = results[name]
         rows.append([name, r["first_padded"], r["same_padded"], r["same_unpadded"]])
-    print(f"{args.prompts} prompts of {min(lengths)} to {max(lengths)} tokens, {args.new} new tokens each, greedy.")
+    print(f"{count} prompts of {min(lengths)} to {max(lengths)} tokens, {new} new tokens each, greedy.")
     print()
     print_table(["decoding", "padded rows: 1st token continues the word",
                  "padded rows: all tokens as alone", "unpadded rows: as alone"],
@@ -105,20 +129,26 @@ def main(argv=None):
     print("'Plain loop': every step feeds the whole batch with its mask and reads the last column; no "
           "position ids, so a left-padded row's positions start at its pads.")
     print()
+    return results
 
-    a, l, p, r = (results[n] for n in results)
-    exp.claim(a["first_padded"] > 0.9,
-              f"decoded alone, the trained model continues the word ({a['first_padded']:.0%} of the padded rows)")
-    exp.claim(l["same_padded"] == 1.0 and l["same_unpadded"] == 1.0,
+
+def claim_padding(exp, results: dict) -> None:
+    alone, left, left_plain, right = (results[n] for n in results)
+    exp.claim(alone["first_padded"] > 0.9,
+              f"decoded alone, the trained model continues the word ({alone['first_padded']:.0%} of the padded rows)")
+    exp.claim(left["same_padded"] == 1.0 and left["same_unpadded"] == 1.0,
               "a left-padded batch with its attention mask generates exactly the tokens each prompt generates alone")
-    exp.claim(p["same_padded"] == 1.0,
+    exp.claim(left_plain["same_padded"] == 1.0,
               "so does left padding without position ids: RoPE sees only position differences, which the pads "
               "shift alike for a row's every token")
-    exp.claim(r["same_unpadded"] == 1.0 and r["same_padded"] < 0.5 and r["first_padded"] < 0.5,
-              f"with right padding the longest prompts (no pads) are unaffected, but only {r['same_padded']:.0%} of "
-              f"the padded rows decode as alone, and {r['first_padded']:.0%} continue the word: their next token "
-              f"is read at a pad and written after the pads")
+    exp.claim(right["same_unpadded"] == 1.0 and right["same_padded"] < 0.5 and right["first_padded"] < 0.5,
+              f"with right padding the longest prompts (no pads) are unaffected, but only "
+              f"{right['same_padded']:.0%} of the padded rows decode as alone, and {right['first_padded']:.0%} "
+              f"continue the word: their next token is read at a pad and written after the pads")
 
+
+
+def draw_masks(exp, prompts: list) -> None:
     two = [prompts[0][:SECOND - 2], prompts[0][:SECOND]]  # a short and a long prompt
     maps = []
     for side in ("left", "right"):
@@ -128,7 +158,6 @@ def main(argv=None):
                         suptitle=f"causal + padding mask of a {SECOND - 2}-token prompt padded to {SECOND} "
                                  f"(1 = may attend)", annotate=True, fmt=".0f", colorbar=False)
     exp.save(fig, "masks")
-    return exp.finish()
 
 
 if __name__ == "__main__":

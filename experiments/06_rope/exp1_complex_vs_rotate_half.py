@@ -87,35 +87,63 @@ def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return q @ k.transpose(-2, -1)
 
 
+# Tolerances, in float32 roundings (EPS32 each) of the largest entry
+VECTOR_TOLERANCE = 16 * EPS32  # a handful of float32 roundings of the largest entry
+MATRIX_TOLERANCE = 4 * EPS32  # the rotate-half matrix comes from precompute_freqs_cis's float32 table
+SCORE_TOLERANCE = 64 * EPS32  # both sides round the same float32 products: a few dozen ulps at most
+
+
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     d, n, heads = args.head_dim, args.positions, args.heads
+    perm, inv_freq, cos, sin, positions = the_two_layouts(d, n, args.base)
+    vectors = rotate_vectors(d, n, heads, perm, inv_freq, cos, sin, positions)
+    matrices = rotation_matrices_at_one_position(args.matrix_dim, args.matrix_position, args.matrix_base)
+    layer = convert_a_layer(d, n, heads, perm, inv_freq, cos, sin, positions)
+    print_comparison(vectors, matrices, layer, args.matrix_dim, args.matrix_position)
+    claim_layouts(exp, n, vectors, matrices, layer)
+    draw_matrices(exp, matrices, args.matrix_dim, args.matrix_position, args.matrix_base)
+    return exp.finish()
+
+
+def the_two_layouts(d: int, n: int, base: float):
+    """The permutation from interleaved pairs to halves, and each form's tables."""
     perm = interleaved_to_half_permutation(d)  # [d]
-    inv_freq = rope_inverse_frequencies(d, args.base)  # [d/2]
-    cos, sin = precompute_freqs_cis(d, n, args.base)  # [N, d] each
+    inv_freq = rope_inverse_frequencies(d, base)  # [d/2]
+    cos, sin = precompute_freqs_cis(d, n, base)  # [N, d] each
     positions = torch.arange(n)
-    print(f"head_dim d = {d}, base = {args.base:g}, positions 0..{n - 1}")
+    print(f"head_dim d = {d}, base = {base:g}, positions 0..{n - 1}")
     print(f"permutation (interleaved -> halves), first 8 of {d}: {perm[:8].tolist()} ..."
           f" then {perm[d // 2:d // 2 + 4].tolist()} ...")
     print()
+    return perm, inv_freq, cos, sin, positions
 
-    # 1. Vectors: rotate-half of P x against P (complex form of x), at every position.
+
+def rotate_vectors(d, n, heads, perm, inv_freq, cos, sin, positions) -> dict:
+    """Vectors: rotate-half of P x against P (complex form of x), at every position."""
     x = torch.randn(2, heads, n, d)  # [B, H, T, d], interleaved layout
     complex_form = apply_rotary_complex(x, positions, inv_freq)  # [B, H, T, d]
     half_form, _ = apply_rotary_pos_emb(x[..., perm], x[..., perm], cos, sin)
     same_error = relative_error(half_form, complex_form[..., perm])
     unpermuted, _ = apply_rotary_pos_emb(x, x, cos, sin)  # rotate-half applied to interleaved data
     different_error = relative_error(unpermuted, complex_form)
-    tolerance = 16 * EPS32  # a handful of float32 roundings of the largest entry
+    return {"same_error": same_error, "different_error": different_error}
 
-    # 2. Matrices: R_half = P R_complex P^T at one position.
-    r_complex, r_half = rotation_matrices(args.matrix_dim, args.matrix_position, args.matrix_base)
-    p_small = interleaved_to_half_permutation(args.matrix_dim)
+
+def rotation_matrices_at_one_position(matrix_dim: int, matrix_position: int, matrix_base: float) -> dict:
+    """Matrices: R_half = P R_complex P^T at one position."""
+    r_complex, r_half = rotation_matrices(matrix_dim, matrix_position, matrix_base)
+    p_small = interleaved_to_half_permutation(matrix_dim)
     matrix_error = (r_half - r_complex[p_small][:, p_small]).abs().max().item()
     matrix_unpermuted = (r_half - r_complex).abs().max().item()
 
-    # 3. A layer converted between the layouts: permute the rows of W_q and W_k per head.
+    return {"r_complex": r_complex, "r_half": r_half, "p_small": p_small, "error": matrix_error,
+            "unpermuted": matrix_unpermuted}
+
+
+def convert_a_layer(d, n, heads, perm, inv_freq, cos, sin, positions) -> dict:
+    """A layer converted between the layouts: permute the rows of W_q and W_k per head."""
     hidden = heads * d
     w_q, w_k = torch.randn(hidden, hidden) / hidden ** 0.5, torch.randn(hidden, hidden) / hidden ** 0.5
     tokens = torch.randn(n, hidden)  # [T, C]
@@ -133,16 +161,23 @@ def main(argv=None):
     converted_error = relative_error(scores(q_h[0], k_h[0]), reference)
     q_u, k_u = apply_rotary_pos_emb(project(w_q)[None], project(w_k)[None], cos, sin)
     unconverted_error = relative_error(scores(q_u[0], k_u[0]), reference)
-    score_tolerance = 64 * EPS32  # both sides round the same float32 products: a few dozen ulps at most
-    matrix_tolerance = 4 * EPS32  # the rotate-half matrix comes from precompute_freqs_cis's float32 table
 
+    return {"permute_matches": permute_matches, "converted_error": converted_error,
+            "unconverted_error": unconverted_error}
+
+
+def print_comparison(vectors: dict, matrices: dict, layer: dict, matrix_dim: int, matrix_position: int) -> None:
+    same_error, different_error = vectors["same_error"], vectors["different_error"]
+    matrix_error, matrix_unpermuted = matrices["error"], matrices["unpermuted"]
+    converted_error, unconverted_error = layer["converted_error"], layer["unconverted_error"]
+    tolerance, matrix_tolerance, score_tolerance = VECTOR_TOLERANCE, MATRIX_TOLERANCE, SCORE_TOLERANCE
     print_table(
         ["comparison", "relative max error", "verdict"],
         [["rotate_half(P x)  vs  P complex(x)", same_error, "same" if same_error <= tolerance else "differ"],
          ["rotate_half(x)    vs  complex(x)", different_error, "same" if different_error <= tolerance else "differ"],
-         [f"R_half vs P R_complex P^T  ({args.matrix_dim}x{args.matrix_dim}, m={args.matrix_position})", matrix_error,
+         [f"R_half vs P R_complex P^T  ({matrix_dim}x{matrix_dim}, m={matrix_position})", matrix_error,
           "same" if matrix_error <= matrix_tolerance else "differ"],
-         [f"R_half vs R_complex        ({args.matrix_dim}x{args.matrix_dim}, m={args.matrix_position})",
+         [f"R_half vs R_complex        ({matrix_dim}x{matrix_dim}, m={matrix_position})",
           matrix_unpermuted, "same" if matrix_unpermuted <= matrix_tolerance else "differ"],
          ["scores: W_q, W_k rows permuted per head", converted_error,
           "same" if converted_error <= score_tolerance else "differ"],
@@ -153,9 +188,17 @@ def main(argv=None):
     print(f"tolerances (float32 rounding): vectors 16 eps = {tolerance:.1e}, matrices 4 eps = "
           f"{matrix_tolerance:.1e}, scores 64 eps = {score_tolerance:.1e}")
     print(f"transformers' 'permute for sliced rotary' equals indexing each head's rows by the permutation: "
-          f"{permute_matches}")
+          f"{layer['permute_matches']}")
     print()
 
+
+
+def claim_layouts(exp, n: int, vectors: dict, matrices: dict, layer: dict) -> None:
+    same_error, different_error = vectors["same_error"], vectors["different_error"]
+    matrix_error, matrix_unpermuted = matrices["error"], matrices["unpermuted"]
+    permute_matches, converted_error = layer["permute_matches"], layer["converted_error"]
+    unconverted_error = layer["unconverted_error"]
+    tolerance, matrix_tolerance, score_tolerance = VECTOR_TOLERANCE, MATRIX_TOLERANCE, SCORE_TOLERANCE
     exp.claim(same_error <= tolerance,
               f"rotate-half of the permuted vector equals the permuted complex form at all {n} positions "
               f"(relative error {same_error:.1e} <= {tolerance:.1e})")
@@ -170,15 +213,18 @@ def main(argv=None):
               f"(error {converted_error:.1e}); loaded without the permutation they are off by "
               f"{100 * unconverted_error:.0f}%")
 
+
+
+def draw_matrices(exp, matrices: dict, matrix_dim: int, matrix_position: int, matrix_base: float) -> None:
+    r_complex, r_half, p_small = matrices["r_complex"], matrices["r_half"], matrices["p_small"]
     grid = torch.stack([r_complex, r_half, r_complex[p_small][:, p_small]]).float()
     fig = show_heatmaps(grid, titles=["complex form: pairs (2i, 2i+1)", "rotate-half: pairs (i, i + d/2)",
                                       "P R_complex P^T = rotate-half"],
                         xlabel="input dimension", ylabel="output dimension", cmap="RdBu_r", vmin=-1, vmax=1,
-                        annotate=args.matrix_dim <= 8, fmt=".2f",
-                        suptitle=f"RoPE's rotation matrix at position {args.matrix_position} "
-                                 f"(d = {args.matrix_dim}, base {args.matrix_base:g})")
+                        annotate=matrix_dim <= 8, fmt=".2f",
+                        suptitle=f"RoPE's rotation matrix at position {matrix_position} "
+                                 f"(d = {matrix_dim}, base {matrix_base:g})")
     exp.save(fig, "matrices")
-    return exp.finish()
 
 
 if __name__ == "__main__":

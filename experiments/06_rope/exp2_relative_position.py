@@ -105,69 +105,98 @@ def attention_outputs(layer: Attention, x: torch.Tensor, cos: torch.Tensor, sin:
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
-    n, d = args.positions, args.head_dim
-
-    # 1. Every pair (m, n) of N positions.
-    cos, sin = precompute_freqs_cis(d, args.far, args.base)  # [far, D]
+    n, d, far, base = args.positions, args.head_dim, args.far, args.base
+    cos, sin = precompute_freqs_cis(d, far, base)  # [far, D]
     q, k = torch.randn(d), torch.randn(d)
+    near = every_pair_of_positions(q, k, cos, sin, n, base)
+    far_error = random_far_pairs(q, k, cos, sin, far, args.far_pairs, base)
+    print_pairs(near, far_error, n, d, far, args.far_pairs, base)
+    shifts, errors = a_shifted_sequence(cos, sin, d, far, args.tokens, base)
+    claim_relative(exp, near, far_error, shifts, errors, n, d, far)
+    draw_scores(exp, near, n)
+    draw_shift(exp, shifts, errors, d)
+    return exp.finish()
+
+
+def shift_tolerance(shifts: list[int], d: int) -> list[float]:
+    """float32 rounding: of the angles (grows with the position) and of sums of D products."""
+    return [(s + d) * EPS32 for s in shifts]
+
+
+def every_pair_of_positions(q, k, cos, sin, n: int, base: float) -> dict:
+    """Every pair (m, n) of N positions: the scores, their spread along m - n = const, and their
+    distance from g(q, k, m - n) in float64 (relative to the largest score)."""
     scores = (rotated(q, cos[:n], sin[:n]) @ rotated(k, cos[:n], sin[:n]).T).double()  # [m, n]
     size = scores.abs().max().item()
     spread = max((torch.diagonal(scores, offset).max() - torch.diagonal(scores, offset).min()).item()
                  for offset in range(-n + 1, n)) / size
     m_idx, n_idx = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
-    formula = g_formula(q, k, (m_idx - n_idx).reshape(-1), args.base).view(n, n)
+    formula = g_formula(q, k, (m_idx - n_idx).reshape(-1), base).view(n, n)
     near_error = (scores - formula).abs().max().item() / size
     offset_range = (formula.max() - formula.min()).item() / size  # how much the score does vary with m - n
+    return {"scores": scores, "size": size, "spread": spread, "near_error": near_error, "offset_range": offset_range}
 
-    # 2. Random far pairs: float32 angles up to `far` rad.
-    m_far = torch.randint(0, args.far, (args.far_pairs,))
-    n_far = torch.randint(0, args.far, (args.far_pairs,))
+
+def random_far_pairs(q, k, cos, sin, far: int, far_pairs: int, base: float) -> float:
+    """Random far pairs: float32 angles up to `far` rad; the largest error against g."""
+    m_far = torch.randint(0, far, (far_pairs,))
+    n_far = torch.randint(0, far, (far_pairs,))
     far_scores = (rotated(q, cos[m_far], sin[m_far]) * rotated(k, cos[n_far], sin[n_far])).sum(-1).double()
-    far_formula = g_formula(q, k, m_far - n_far, args.base)
+    far_formula = g_formula(q, k, m_far - n_far, base)
     far_error = (far_scores - far_formula).abs().max().item() / far_formula.abs().max().item()
+    return far_error
 
-    print(f"head_dim {d}, base {args.base:g}; one random q and k")
+
+def print_pairs(near: dict, far_error: float, n: int, d: int, far: int, far_pairs: int, base: float) -> None:
+    spread, near_error, offset_range = near["spread"], near["near_error"], near["offset_range"]
+    print(f"head_dim {d}, base {base:g}; one random q and k")
     print_table(["positions", "pairs scored", "spread along m-n = const", "|score - g(m-n)| (float64 g)",
                  "bound N x eps32"],
                 [[f"0..{n - 1} (all pairs)", n * n, f"{spread:.1e}", f"{near_error:.1e}", f"{n * EPS32:.1e}"],
-                 [f"0..{args.far - 1} (random pairs)", args.far_pairs, "(few repeats)", f"{far_error:.1e}",
-                  f"{args.far * EPS32:.1e}"]],
+                 [f"0..{far - 1} (random pairs)", far_pairs, "(few repeats)", f"{far_error:.1e}",
+                  f"{far * EPS32:.1e}"]],
                 ["", "d", "", "", ""])
     print(f"(errors relative to the largest |score|; across offsets the score itself varies by {offset_range:.2f})")
     print()
 
-    # 3. A whole attention layer on a shifted sequence.
+
+
+def a_shifted_sequence(cos, sin, d: int, far: int, tokens: int, base: float):
+    """A whole attention layer on a shifted sequence, with RoPE on q, k (MiniMind) and on v too."""
     config = MiniMindConfig(hidden_size=2 * d, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1,
-                            vocab_size=16, rope_theta=args.base, flash_attn=False)
+                            vocab_size=16, rope_theta=base, flash_attn=False)
     layer = random_attention(config)  # projections N(0, 1/fan_in): peaked weights
-    x = torch.randn(args.tokens, config.hidden_size)  # [T, C]
-    shifts = [1, 2, 5, 10, 100, 1000, args.far - args.tokens]
+    x = torch.randn(tokens, config.hidden_size)  # [T, C]
+    shifts = [1, 2, 5, 10, 100, 1000, far - tokens]
     rows, errors = [], {False: [], True: []}
     with torch.no_grad():
-        base_out = {rv: attention_outputs(layer, x, cos[:args.tokens], sin[:args.tokens], rv) for rv in (False, True)}
+        base_out = {rv: attention_outputs(layer, x, cos[:tokens], sin[:tokens], rv) for rv in (False, True)}
         for s in shifts:
             row = [s]
             for rv in (False, True):
-                out = attention_outputs(layer, x, cos[s:s + args.tokens], sin[s:s + args.tokens], rv)
+                out = attention_outputs(layer, x, cos[s:s + tokens], sin[s:s + tokens], rv)
                 error = relative_error(out, base_out[rv])
                 errors[rv].append(error)
                 row.append(error)
             rows.append(row)
-    print(f"Attention layer, T = {args.tokens} tokens at positions s..s+T-1 against 0..T-1 "
+    print(f"Attention layer, T = {tokens} tokens at positions s..s+T-1 against 0..T-1 "
           f"(|out(s) - out(0)| / |out(0)|):")
     print_table(["shift s", "RoPE on q, k (MiniMind)", "RoPE on q, k and v"], rows, ["d", ".1e", ".1e"])
-    # float32 rounding: of the angles (grows with the position, as above) and of sums of D products
-    shift_tolerance = [(s + d) * EPS32 for s in shifts]
     print()
+    return shifts, errors
 
+
+def claim_relative(exp, near: dict, far_error: float, shifts: list[int], errors: dict, n: int, d: int,
+                   far: int) -> None:
+    spread, near_error, offset_range = near["spread"], near["near_error"], near["offset_range"]
     exp.claim(spread <= n * EPS32 and near_error <= n * EPS32,
               f"over all {n * n} pairs of positions 0..{n - 1}, scores with the same m - n agree (spread "
               f"{spread:.1e}) and equal g(q, k, m - n) ({near_error:.1e}), within float32 rounding N eps = "
               f"{n * EPS32:.1e}, while g itself varies by {offset_range:.2f} across offsets")
-    exp.claim(far_error <= args.far * EPS32,
-              f"up to position {args.far - 1} the rounding of float32 angles grows with the position but stays "
-              f"under far x eps: {far_error:.1e} <= {args.far * EPS32:.1e}")
-    exp.claim(all(e <= tol for e, tol in zip(errors[False], shift_tolerance)),
+    exp.claim(far_error <= far * EPS32,
+              f"up to position {far - 1} the rounding of float32 angles grows with the position but stays "
+              f"under far x eps: {far_error:.1e} <= {far * EPS32:.1e}")
+    exp.claim(all(e <= tol for e, tol in zip(errors[False], shift_tolerance(shifts, d))),
               f"MiniMind's attention (RoPE on q and k only) gives the same output wherever the sequence starts: "
               f"largest change {max(errors[False]):.1e} over shifts up to {shifts[-1]}, each under "
               f"(shift + D) x eps32")
@@ -175,21 +204,27 @@ def main(argv=None):
               f"with the values rotated too, the output depends on the absolute position: it changes by "
               f"{100 * min(errors[True]):.0f}% to {100 * max(errors[True]):.0f}% of its size")
 
+
+
+def draw_scores(exp, near: dict, n: int) -> None:
+    scores, size = near["scores"], near["size"]
     shown = min(n, 24)
     fig = show_heatmaps(scores[:shown, :shown].float(), titles=[f"<RoPE(q, m), RoPE(k, n)>, m, n < {shown}"],
                         xlabel="key position n", ylabel="query position m", cmap="RdBu_r",
                         vmin=-size, vmax=size)
     exp.save(fig, "scores")
 
+
+
+def draw_shift(exp, shifts: list[int], errors: dict, d: int) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.loglog(shifts, [max(e, 1e-9) for e in errors[False]], "o-", label="RoPE on q, k (MiniMind)")
     ax.loglog(shifts, errors[True], "s-", label="RoPE on q, k and v")
-    ax.loglog(shifts, shift_tolerance, ":", color="gray", label="float32 rounding: (s + D) x eps")
+    ax.loglog(shifts, shift_tolerance(shifts, d), ":", color="gray", label="float32 rounding: (s + D) x eps")
     ax.set(xlabel="shift s of the whole sequence", ylabel="relative change of the output",
            title="Shifting a sequence: only rotating V makes it matter")
     ax.legend(fontsize=8)
     exp.save(fig, "shift")
-    return exp.finish()
 
 
 if __name__ == "__main__":

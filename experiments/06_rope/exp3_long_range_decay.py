@@ -88,15 +88,32 @@ def worst_ratio(dim: int, base: float, distances: torch.Tensor, draws: int) -> f
 
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
-    args = exp.args
-    d, far = args.head_dim, args.max_distance
-    octaves = int(math.log2(far))
-    distances = torch.arange(0, far)
-    start = (d / 2 + 1) / 2
-    bound = {base: rope_decay_bound(distances, d, base) for base in BASES}
-    means = {base: octave_means(bound[base], octaves) for base in BASES}
-    cosine = {base: octave_means(mean_cosine(distances, d, base), octaves) for base in BASES}
+    d, far = exp.args.head_dim, exp.args.max_distance
+    curves = Curves(d, far)
+    print_octaves(curves, d)
+    reach = where_the_bound_falls(curves, far)
+    ratios = the_bound_holds(d, far, exp.args.draws)
+    slow_score = the_slowest_pair_keeps_its_score(d, far)
+    claim_decay(exp, curves, reach, ratios, slow_score, far)
+    draw_bound(exp, curves, d, far)
+    return exp.finish()
 
+
+class Curves:
+    """RoFormer's bound at every distance below `far`, for each base; its octave means, and those of
+    the score of a key equal to its query."""
+
+    def __init__(self, d: int, far: int):
+        self.octaves = int(math.log2(far))
+        distances = torch.arange(0, far)
+        self.start = (d / 2 + 1) / 2
+        self.bound = {base: rope_decay_bound(distances, d, base) for base in BASES}
+        self.means = {base: octave_means(self.bound[base], self.octaves) for base in BASES}
+        self.cosine = {base: octave_means(mean_cosine(distances, d, base), self.octaves) for base in BASES}
+
+
+def print_octaves(curves: Curves, d: int) -> None:
+    bound, means, cosine, start, octaves = curves.bound, curves.means, curves.cosine, curves.start, curves.octaves
     print(f"head_dim {d}: bound (1/{d // 2}) sum_j |S_j| at distance 0 = {bound[BASES[0]][0].item():g} "
           f"(predicted (d/2 + 1)/2 = {start:g}) for both bases")
     print("octave means of the bound, and of the score of a key equal to its query (mean cos):")
@@ -106,6 +123,12 @@ def main(argv=None):
     print_table(["distance", "bound, 1e4", "bound, 1e6", "key = query, 1e4", "key = query, 1e6"], rows,
                 ["", ".2f", ".2f", ".3f", ".3f"])
     print()
+
+
+
+def where_the_bound_falls(curves: Curves, far: int) -> dict:
+    """Per base, the first octave whose mean bound is below a quarter of the start (None: none is)."""
+    bound, means, start = curves.bound, curves.means, curves.start
 
     def first_octave_below(base):
         below = [o for o, m in enumerate(means[base]) if m < QUARTER * start]
@@ -122,10 +145,20 @@ def main(argv=None):
         tail = bound[base][last]
         print(f"base {base:g}: over distances {far // 2}-{far - 1} the bound ranges from {tail.min().item():.2f} to "
               f"{tail.max().item():.2f} (mean {tail.mean().item():.2f}): it oscillates, it does not fall monotonically")
+    return reach
+
+
+def the_bound_holds(d: int, far: int, draws: int) -> dict:
+    """The largest |score| / bound over random (q, k), per base."""
     checked = torch.cat([torch.arange(0, 256), torch.randint(256, far, (256,))])
-    ratios = {base: worst_ratio(d, base, checked, args.draws) for base in BASES}
-    print(f"largest |score| / bound over {args.draws} random (q, k) at {len(checked)} distances: "
+    ratios = {base: worst_ratio(d, base, checked, draws) for base in BASES}
+    print(f"largest |score| / bound over {draws} random (q, k) at {len(checked)} distances: "
           + ", ".join(f"base {b:g}: {r:.3f}" for b, r in ratios.items()))
+    return ratios
+
+
+def the_slowest_pair_keeps_its_score(d: int, far: int) -> float:
+    """The bound bounds, it does not force: the score of q = k in the slowest pair at distance far - 1."""
     cos, sin = precompute_freqs_cis(d, far, 1e6)
     # q = k = the unit vector of the slowest pair's first dimension (rotate-half: dimension d/2 - 1)
     e = torch.zeros(1, 1, 1, d)
@@ -134,13 +167,17 @@ def main(argv=None):
     slow_score = (e_far * e).sum().item()  # the key at 0
     print(f"q = k in the slowest pair only (base 1e6): score at distance {far - 1} = {slow_score:.4f} x its value at 0")
     print()
+    return slow_score
 
-    exp.claim(all(abs(bound[b][0].item() - start) < 1e-9 for b in BASES)
-              and all(means[b][-1] < means[b][0] / 3 for b in BASES),
+
+def claim_decay(exp, curves: Curves, reach: dict, ratios: dict, slow_score: float, far: int) -> None:
+    start = curves.start
+    exp.claim(all(abs(curves.bound[b][0].item() - start) < 1e-9 for b in BASES)
+              and all(curves.means[b][-1] < curves.means[b][0] / 3 for b in BASES),
               f"the bound starts at (d/2 + 1)/2 = {start:g} and its octave mean falls more than threefold by distance "
-              f"{far // 2}-{far - 1} ({means[1e4][0]:.2f} -> {means[1e4][-1]:.2f} for 1e4, "
-              f"{means[1e6][0]:.2f} -> {means[1e6][-1]:.2f} for 1e6)")
-    exp.claim(all(m6 >= m4 for m4, m6 in zip(means[1e4], means[1e6])),
+              f"{far // 2}-{far - 1} ({curves.means[1e4][0]:.2f} -> {curves.means[1e4][-1]:.2f} for 1e4, "
+              f"{curves.means[1e6][0]:.2f} -> {curves.means[1e6][-1]:.2f} for 1e6)")
+    exp.claim(all(m6 >= m4 for m4, m6 in zip(curves.means[1e4], curves.means[1e6])),
               "in every octave of distance the bound's mean is at least as high with base 1e6 as with 1e4")
     exp.claim(reach[1e4] is not None and (reach[1e6] is None or reach[1e6] - reach[1e4] >= 2),
               f"base 1e6 decays at least 4 times more slowly: its mean bound drops below a quarter of the start "
@@ -152,13 +189,17 @@ def main(argv=None):
               f"it bounds, it does not force: q and k in the slowest pair keep {100 * slow_score:.1f}% of their score "
               f"at distance {far - 1}")
 
+
+
+def draw_bound(exp, curves: Curves, d: int, far: int) -> None:
+    start, octaves = curves.start, curves.octaves
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
     ax = axes[0]
     shown = torch.arange(1, far)
     for base, color in zip(BASES, ("tab:red", "tab:blue")):
-        ax.semilogx(shown, bound[base][1:], color=color, lw=0.5, alpha=0.35)
+        ax.semilogx(shown, curves.bound[base][1:], color=color, lw=0.5, alpha=0.35)
         centres = [2 ** o * 1.5 for o in range(octaves)]
-        ax.semilogx(centres, means[base], "o-", color=color, label=f"base {base:g}: octave means")
+        ax.semilogx(centres, curves.means[base], "o-", color=color, label=f"base {base:g}: octave means")
     ax.axhline(QUARTER * start, ls=":", color="gray", label=f"a quarter of the start ({QUARTER * start:.3f})")
     ax.set(title=f"RoFormer's bound (1/{d // 2}) sum_j |S_j|, head_dim {d}", xlabel="distance m - n",
            ylabel="relative upper bound", ylim=(0, start * 1.05))
@@ -166,14 +207,13 @@ def main(argv=None):
     ax = axes[1]
     for base, color in zip(BASES, ("tab:red", "tab:blue")):
         ax.semilogx(shown, mean_cosine(shown, d, base), color=color, lw=0.5, alpha=0.35)
-        ax.semilogx(centres, cosine[base], "o-", color=color, label=f"base {base:g}: octave means")
+        ax.semilogx(centres, curves.cosine[base], "o-", color=color, label=f"base {base:g}: octave means")
     ax.axhline(0, color="black", lw=0.5)
     ax.set(title="score of a key equal to its query, relative to distance 0\n(mean of cos(r theta_i))",
            xlabel="distance m - n", ylabel="score / score at 0")
     ax.legend(fontsize=8)
     fig.tight_layout()
     exp.save(fig, "bound")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -77,36 +77,53 @@ def score_curve(q: torch.Tensor, k: torch.Tensor, theta: torch.Tensor, distances
 
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
-    args = exp.args
-    d = args.head_dim
-    scaling = dict(MINIMIND_YARN)
-    trained, factor = scaling["original_max_position_embeddings"], scaling["factor"]
-    extended = trained * factor
-    theta = methods(d, args.base, scaling)
-    plain = theta["plain RoPE"]
-    ramp = yarn_ramp(d, args.base, scaling).double()
-    turns = trained * plain / (2 * math.pi)  # turns of each pair over the trained length
-    wavelength = 2 * math.pi / plain
-    kept = [i for i in range(d // 2) if ramp[i] == 0]
-    divided = [i for i in range(d // 2) if ramp[i] == 1]
-    blended = [i for i in range(d // 2) if 0 < ramp[i] < 1]
+    d, base, scaling = exp.args.head_dim, exp.args.base, dict(MINIMIND_YARN)
+    theta = methods(d, base, scaling)
+    pairs = sort_pairs(d, base, scaling, theta)
+    print_pair_table(d, base, scaling, theta, pairs)
+    cos, sin, table_error = model_table(d, base, theta)
+    reach = angles_past_trained_length(d, scaling, theta, pairs)
+    curves, stretched, curve_error = score_curves(d, scaling, theta, cos, sin)
+    claim_yarn(exp, scaling, theta, pairs, table_error, reach, stretched, curve_error)
+    draw_ramp(exp, d, base, scaling, theta, pairs)
+    draw_past_trained_length(exp, scaling, theta, pairs, curves)
+    return exp.finish()
 
-    print(f"head_dim {d}, base {args.base:g}, YaRN: factor {factor}, trained on {trained} positions, "
+
+def sort_pairs(d: int, base: float, scaling: dict, theta: dict) -> dict:
+    """Each pair's ramp, turns over the trained length and wavelength, and which pairs YaRN keeps,
+    divides by the factor, or blends."""
+    plain = theta["plain RoPE"]
+    ramp = yarn_ramp(d, base, scaling).double()
+    turns = scaling["original_max_position_embeddings"] * plain / (2 * math.pi)  # turns over the trained length
+    return {"ramp": ramp, "turns": turns, "wavelength": 2 * math.pi / plain,
+            "kept": [i for i in range(d // 2) if ramp[i] == 0],
+            "divided": [i for i in range(d // 2) if ramp[i] == 1],
+            "blended": [i for i in range(d // 2) if 0 < ramp[i] < 1]}
+
+
+def print_pair_table(d: int, base: float, scaling: dict, theta: dict, pairs: dict) -> None:
+    plain, trained, factor = theta["plain RoPE"], scaling["original_max_position_embeddings"], scaling["factor"]
+    kept, divided, blended = pairs["kept"], pairs["divided"], pairs["blended"]
+    print(f"head_dim {d}, base {base:g}, YaRN: factor {factor}, trained on {trained} positions, "
           f"beta_fast {scaling['beta_fast']}, beta_slow {scaling['beta_slow']}, "
           f"attention_factor {scaling['attention_factor']}")
     rows = []
     for i in range(d // 2):
         kind = "kept" if i in kept else "divided" if i in divided else "ramp"
-        rows.append([i, plain[i].item(), wavelength[i].item(), turns[i].item(), ramp[i].item(),
-                     (theta["YaRN"][i] / plain[i]).item(), kind])
+        rows.append([i, plain[i].item(), pairs["wavelength"][i].item(), pairs["turns"][i].item(),
+                     pairs["ramp"][i].item(), (theta["YaRN"][i] / plain[i]).item(), kind])
     print_table(["pair", "theta_i", "wavelength", f"turns in {trained}", "ramp", "YaRN theta / theta", ""],
                 rows, ["d", ".3g", ".4g", ".3g", ".3f", ".4f", ""])
     print(f"kept: pairs {kept[0]}-{kept[-1]} ({len(kept)}), ramp: {blended[0]}-{blended[-1]} ({len(blended)}), "
           f"divided by {factor}: {divided[0]}-{divided[-1]} ({len(divided)})")
 
-    # the model's own table: MiniMindConfig(inference_rope_scaling=True), built as MiniMind builds it
+
+def model_table(d: int, base: float, theta: dict) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """The model's own cos/sin table, MiniMindConfig(inference_rope_scaling=True) built as MiniMind
+    builds it, and how far its frequencies are from YaRN's (relative)."""
     config = MiniMindConfig(hidden_size=d, num_attention_heads=1, num_key_value_heads=1, num_hidden_layers=1,
-                            vocab_size=8, rope_theta=args.base, inference_rope_scaling=True)
+                            vocab_size=8, rope_theta=base, inference_rope_scaling=True)
     model = MiniMindModel(config)
     cos, sin = model.freqs_cos, model.freqs_sin  # [32768, D]
     table_theta = torch.atan2(sin[1, :d // 2].double(), cos[1, :d // 2].double())  # the angle at position 1
@@ -114,10 +131,15 @@ def main(argv=None):
     print(f"the model's table ({config.max_position_embeddings} positions, rope_scaling = MINIMIND_YARN): "
           f"frequencies equal YaRN's to {table_error:.1e} (relative)")
     print()
+    return cos, sin, table_error
 
-    # Angles past the trained length: the largest angle each pair reaches within `extended`
-    # positions, over the largest one it reached in training (positions 0 .. trained - 1).
-    slow = [i for i in range(d // 2) if turns[i] < 1]  # pairs that never completed a turn in training
+
+def angles_past_trained_length(d: int, scaling: dict, theta: dict, pairs: dict) -> dict:
+    """The largest angle each pair reaches within `extended` positions, over the largest one it
+    reached in training (positions 0 .. trained - 1), and each method's resolution."""
+    plain, trained, factor = theta["plain RoPE"], scaling["original_max_position_embeddings"], scaling["factor"]
+    extended = trained * factor
+    slow = [i for i in range(d // 2) if pairs["turns"][i] < 1]  # pairs that never completed a turn in training
     train_max = (trained - 1) * plain
     rows, unseen, worst, contrast, first_step = [], {}, {}, {}, {}
     for name, th in theta.items():
@@ -138,8 +160,16 @@ def main(argv=None):
     print(f"within the trained range the YaRN table differs from plain RoPE too: up to {within.max().item():.1f} rad "
           f"at position {trained - 1} (pair {changed}), {100 * (plain - theta['YaRN'])[changed].item():.2f} rad at "
           f"position 100")
+    return {"slow": slow, "unseen": unseen, "worst": worst, "contrast": contrast,
+            "first_step": first_step}
 
-    # One random q, k: the score against the distance under each method.
+
+def score_curves(d: int, scaling: dict, theta: dict, cos: torch.Tensor, sin: torch.Tensor):
+    """One random q, k: the score against the distance under each method; how far interpolation's
+    curve is from plain RoPE's stretched, and the YaRN curve from minimind_ref's RoPE on the model's
+    table (both relative to the score's size)."""
+    factor, trained = scaling["factor"], scaling["original_max_position_embeddings"]
+    extended = trained * factor
     q, k = torch.randn(d), torch.randn(d)
     distances = torch.arange(extended)
     curves = {name: score_curve(q, k, th, distances) for name, th in theta.items()}
@@ -154,7 +184,14 @@ def main(argv=None):
           f"(largest difference {stretched / size:.1e} of the score's size); the YaRN curve from the model's table "
           f"equals its formula to {curve_error:.1e}")
     print()
+    return curves, stretched / size, curve_error
 
+
+def claim_yarn(exp, scaling, theta, pairs, table_error, reach, stretched, curve_error) -> None:
+    plain, trained, factor = theta["plain RoPE"], scaling["original_max_position_embeddings"], scaling["factor"]
+    extended = trained * factor
+    kept, divided, blended, turns = pairs["kept"], pairs["divided"], pairs["blended"], pairs["turns"]
+    unseen, worst, contrast, first_step = reach["unseen"], reach["worst"], reach["contrast"], reach["first_step"]
     exp.claim(all(turns[i] >= scaling["beta_fast"] for i in kept) and all(turns[i] <= scaling["beta_slow"]
                                                                            for i in divided)
               and torch.equal(theta["YaRN"][kept], plain[kept]) and bool(torch.allclose(
@@ -164,9 +201,9 @@ def main(argv=None):
               f"{scaling['beta_slow']} time) and ramps pairs {blended[0]}-{blended[-1]}")
     exp.claim(table_error < 1e-5,
               f"MiniMindConfig(inference_rope_scaling=True) builds exactly this table (error {table_error:.1e})")
-    exp.claim(len(unseen["plain RoPE"]) == len(slow) and worst["plain RoPE"] > factor * 0.99,
-              f"plain RoPE over {extended} positions takes all {len(slow)} slow pairs past any angle seen in "
-              f"training, up to {worst['plain RoPE']:.2f} times the largest")
+    exp.claim(len(unseen["plain RoPE"]) == len(reach["slow"]) and worst["plain RoPE"] > factor * 0.99,
+              f"plain RoPE over {extended} positions takes all {len(reach['slow'])} slow pairs past any angle seen "
+              f"in training, up to {worst['plain RoPE']:.2f} times the largest")
     exp.claim(not unseen["position interpolation"] and not unseen["YaRN"],
               f"interpolation and YaRN keep every slow pair within the trained angles (largest ratio "
               f"{worst['YaRN']:.4f})")
@@ -176,12 +213,16 @@ def main(argv=None):
               f"neighbour contrast {100 * contrast['YaRN'] / contrast['plain RoPE']:.1f}% of plain RoPE's); "
               f"interpolation cuts it to {first_step['position interpolation']:.4f} rad and "
               f"{100 * contrast['position interpolation'] / contrast['plain RoPE']:.2f}%")
-    exp.claim(stretched / size < 1e-9 and curve_error < 1e-3,
+    exp.claim(stretched < 1e-9 and curve_error < 1e-3,
               "position interpolation is plain RoPE with the distance divided by the factor (same score curve, "
               "stretched)")
 
+
+def draw_ramp(exp, d, base, scaling, theta, pairs) -> None:
+    plain, trained, factor = theta["plain RoPE"], scaling["original_max_position_embeddings"], scaling["factor"]
+    wavelength, ramp = pairs["wavelength"], pairs["ramp"]
     colors = {"kept": "tab:green", "ramp": "tab:orange", "divided": "tab:purple"}
-    kinds = ["kept" if i in kept else "divided" if i in divided else "ramp" for i in range(d // 2)]
+    kinds = ["kept" if i in pairs["kept"] else "divided" if i in pairs["divided"] else "ramp" for i in range(d // 2)]
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
     ax = axes[0]
     ax.semilogy(range(d // 2), wavelength, color="gray", lw=0.8)
@@ -191,7 +232,7 @@ def main(argv=None):
     ax.axhline(trained, ls="--", color="black", lw=1, label=f"trained length {trained} (1 turn)")
     ax.axhline(trained / scaling["beta_fast"], ls=":", color="black", lw=1,
                label=f"{trained} / beta_fast = {trained // scaling['beta_fast']} ({scaling['beta_fast']} turns)")
-    ax.set(title=f"wavelength 2 pi / theta_i of each pair (head_dim {d}, base {args.base:g})", xlabel="pair i",
+    ax.set(title=f"wavelength 2 pi / theta_i of each pair (head_dim {d}, base {base:g})", xlabel="pair i",
            ylabel="positions per turn")
     ax.legend(fontsize=8)
     ax = axes[1]
@@ -203,12 +244,17 @@ def main(argv=None):
     fig.tight_layout()
     exp.save(fig, "ramp")
 
+
+def draw_past_trained_length(exp, scaling, theta, pairs, curves) -> None:
+    trained = scaling["original_max_position_embeddings"]
+    extended = trained * scaling["factor"]
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
     ax = axes[0]
-    pairs = range(d // 2)
-    ax.semilogy(pairs, train_max, "k-", lw=2.5, alpha=0.4, label=f"training: positions < {trained}")
+    pair_index = range(len(pairs["ramp"]))
+    ax.semilogy(pair_index, (trained - 1) * theta["plain RoPE"], "k-", lw=2.5, alpha=0.4,
+                label=f"training: positions < {trained}")
     for name, th in theta.items():
-        ax.semilogy(pairs, (extended - 1) * th, "o-", ms=3, lw=1, label=f"{name}: positions < {extended}")
+        ax.semilogy(pair_index, (extended - 1) * th, "o-", ms=3, lw=1, label=f"{name}: positions < {extended}")
     ax.axhline(2 * math.pi, ls=":", color="gray", label="2 pi: one full turn")
     ax.set(title="largest angle each pair reaches (rad)\nabove 2 pi every phase occurs; below, only those reached",
            xlabel="pair i", ylabel="angle (rad)")
@@ -222,7 +268,6 @@ def main(argv=None):
     ax.legend(fontsize=8)
     fig.tight_layout()
     exp.save(fig, "past_trained_length")
-    return exp.finish()
 
 
 if __name__ == "__main__":

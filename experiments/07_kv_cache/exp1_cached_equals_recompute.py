@@ -99,13 +99,21 @@ def main(argv=None):
     print(f"{len(LAYOUTS)} random models: hidden 128, 4 layers, 8 query heads, vocabulary 256; "
           f"batch {args.batch}, prompt {args.prompt} tokens, {args.new} new tokens, seed {args.seed}")
     print()
+    results, per_step = decode_every_layout(base, prompt, args.new, args.seed)
+    claim_cached_equals_recomputed(exp, results, args.batch, args.new)
+    draw_logit_error(exp, results, per_step, args.prompt, args.new)
+    return exp.finish()
 
+
+def decode_every_layout(base: dict, prompt, new: int, seed: int):
+    """Each layout's random model, decoded with the cache and by recomputing everything: the logit
+    differences, step by step, and whether the tokens agree (generate() both ways too)."""
     rows, per_step, results, gaps_cleared = [], {}, {}, True
     for index, (name, overrides) in enumerate(LAYOUTS.items()):
-        model = random_minimind(mm.MiniMindConfig(**base, **overrides), seed=args.seed * 100 + index)
-        cached_tokens, cached_logits, cache = decode_with_cache(model, prompt, args.new)
-        recomputed_tokens, recomputed_logits = decode_by_recomputing(model, prompt, args.new)
-        generated = {flag: model.generate(prompt, args.new, use_cache=flag)[:, args.prompt:] for flag in (True, False)}
+        model = random_minimind(mm.MiniMindConfig(**base, **overrides), seed=seed * 100 + index)
+        cached_tokens, cached_logits, cache = decode_with_cache(model, prompt, new)
+        recomputed_tokens, recomputed_logits = decode_by_recomputing(model, prompt, new)
+        generated = {flag: model.generate(prompt, new, use_cache=flag)[:, prompt.shape[1]:] for flag in (True, False)}
 
         error = (cached_logits - recomputed_logits).abs()  # [B, new, V]
         scale = recomputed_logits.abs().max().item()
@@ -135,19 +143,25 @@ def main(argv=None):
         print("can flip a greedy choice.")
     print("'distinct tokens': different tokens in the least varied continuation (a non-trivial test).")
     print()
+    return results, per_step
 
+
+def claim_cached_equals_recomputed(exp, results: dict, batch: int, new: int) -> None:
     worst = max(err / max(scale, 1.0) for err, scale, _, _ in results.values())
     exp.claim(worst <= RELATIVE_TOLERANCE,
               f"cached and recomputed logits agree at every step of every layout to float32 rounding "
               f"(largest difference {worst:.1e} of the largest logit, tolerance {RELATIVE_TOLERANCE:.0e})")
     exp.claim(all(same for _, _, same, _ in results.values()),
               f"greedy decoding with the cache picks exactly the tokens that recomputation picks "
-              f"({len(LAYOUTS)} layouts x {args.batch} prompts x {args.new} tokens)")
+              f"({len(LAYOUTS)} layouts x {batch} prompts x {new} tokens)")
     exp.claim(all(same for _, _, _, same in results.values()),
               "generate(use_cache=True) and generate(use_cache=False) return identical sequences")
 
+
+
+def draw_logit_error(exp, results: dict, per_step: dict, prompt_len: int, new: int) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    positions = range(args.prompt, args.prompt + args.new)
+    positions = range(prompt_len, prompt_len + new)
     for name, errors in per_step.items():
         ax.semilogy(positions, errors.clamp_min(1e-12).tolist(), ".-", label=name)
     ax.axhline(RELATIVE_TOLERANCE * max(s for _, s, _, _ in results.values()), color="k", ls=":",
@@ -156,7 +170,6 @@ def main(argv=None):
            title="KV-cached decoding vs recomputing everything: rounding-level differences")
     ax.legend(fontsize=8)
     exp.save(fig, "logit_error")
-    return exp.finish()
 
 
 if __name__ == "__main__":

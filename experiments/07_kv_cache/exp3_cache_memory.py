@@ -84,18 +84,26 @@ def fill_random(config: mm.MiniMindConfig, tokens: int, dtype: torch.dtype, batc
 
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
-    args = exp.args
     torch.set_num_threads(1)
-    all_match = True
+    per_token, decoding_matches = default_model_decoding(exp.args.batch, exp.args.prompt)
+    by_kv_heads, layouts_match = layouts_and_dtypes()
+    published_bytes, published_match = published_models(exp.args.context)
+    claim_cache_bytes(exp, decoding_matches and layouts_match and published_match, per_token, by_kv_heads)
+    draw_bytes(exp, by_kv_heads, published_bytes)
+    return exp.finish()
 
-    # 1. MiniMind2's default model, a real forward, then decoding steps.
+
+def default_model_decoding(batch: int, prompt: int) -> tuple[int, bool]:
+    """MiniMind2's default model, a real forward, then decoding steps: the closed form's bytes per
+    token, and whether the cache's bytes matched it at every step."""
+    match = True
     default = mm.MiniMindConfig()
     per_token = cache_bytes(default.num_hidden_layers, default.num_key_value_heads, default.head_dim,
                             torch.finfo(torch.float32).bits // 8)
     print(f"MiniMind2 default: {default.num_hidden_layers} layers, {default.num_key_value_heads} KV heads, "
           f"head_dim {default.head_dim}, float32 -> {per_token:,} bytes per token")
     model = mm.MiniMindForCausalLM(default).eval()
-    ids = torch.randint(0, default.vocab_size, (args.batch, args.prompt))
+    ids = torch.randint(0, default.vocab_size, (batch, prompt))
     rows = []
     with torch.no_grad():
         out = model(ids, use_cache=True)  # forward makes a cache with capacity = prompt length
@@ -104,7 +112,7 @@ def main(argv=None):
             tokens = len(cache)
             formula = formula_for(cache, torch.float32, tokens)
             allocated = formula_for(cache, torch.float32, cache.capacity)
-            all_match &= (cache.nbytes() == formula == layer_tensor_bytes(cache)
+            match &= (cache.nbytes() == formula == layer_tensor_bytes(cache)
                           and cache.allocated_nbytes() == allocated)
             rows.append([tokens, formula, cache.nbytes(), layer_tensor_bytes(cache), cache.capacity,
                          cache.allocated_nbytes()])
@@ -112,11 +120,16 @@ def main(argv=None):
             ids = torch.cat([ids, next_token[:, None]], dim=1)
     print_table(["cached tokens", "closed form", "nbytes()", "layer tensors", "capacity", "allocated_nbytes()"],
                 rows, ["", ",", ",", ",", "", ","])
-    print(f"(batch {args.batch}; the cache that forward() makes has room for the prompt only, so the first")
+    print(f"(batch {batch}; the cache that forward() makes has room for the prompt only, so the first")
     print(" decoding step doubles its storage; generate() allocates prompt + new tokens up front)")
     print()
+    return per_token, match
 
-    # 2. MHA, GQA, MQA at MiniMind2's sizes, in three dtypes.
+
+def layouts_and_dtypes() -> tuple[dict, bool]:
+    """MHA, GQA, MQA at MiniMind2's sizes, in three dtypes: bytes per cached token by dtype and KV
+    heads, and whether each matched the closed form."""
+    match = True
     rows, by_kv_heads = [], {}
     for kv_heads in (8, 4, 2, 1):
         config = mm.MiniMindConfig(num_key_value_heads=kv_heads, vocab_size=64)
@@ -126,7 +139,7 @@ def main(argv=None):
                 cache = model.to(dtype)(torch.randint(0, 64, (1, 16)), use_cache=True).past_key_values
             measured = cache.nbytes() // 16  # per token
             formula = cache_bytes(8, kv_heads, 64, torch.empty(0, dtype=dtype).element_size())
-            all_match &= measured * 16 == cache.nbytes() == layer_tensor_bytes(cache) and measured == formula
+            match &= measured * 16 == cache.nbytes() == layer_tensor_bytes(cache) and measured == formula
             by_kv_heads.setdefault(name, {})[kv_heads] = measured
             kind = {8: "MHA", 1: "MQA"}.get(kv_heads, "GQA")
             rows.append([f"{kind}, {kv_heads} KV head{'s' if kv_heads > 1 else ''}", name, formula, measured,
@@ -137,27 +150,35 @@ def main(argv=None):
     gqa_saving = by_kv_heads["float32"][8] / by_kv_heads["float32"][2]
     print(f"MiniMind2's GQA (2 KV heads) caches {gqa_saving:.0f}x less than MHA with 8 heads would.")
     print()
+    return by_kv_heads, match
 
-    # 3. Published models' attention shapes, on empty caches filled with random keys and values.
+
+def published_models(context: int) -> tuple[dict, bool]:
+    """Published models' attention shapes, on empty caches filled with random keys and values."""
+    match = True
+    default = mm.MiniMindConfig()
     assert PUBLISHED["MiniMind2"] == dict(layers=default.num_hidden_layers, heads=default.num_attention_heads,
                                           kv_heads=default.num_key_value_heads, head_dim=default.head_dim)
     rows, published_bytes = [], {}
     for name, shape in PUBLISHED.items():
         config = mm.MiniMindConfig(hidden_size=shape["heads"] * shape["head_dim"], num_hidden_layers=shape["layers"],
                                    num_attention_heads=shape["heads"], num_key_value_heads=shape["kv_heads"],
-                                   vocab_size=8, max_position_embeddings=max(args.context, 8))
+                                   vocab_size=8, max_position_embeddings=max(context, 8))
         cache = fill_random(config, 4, torch.bfloat16)
         measured = cache.nbytes() // 4
         formula = cache_bytes(shape["layers"], shape["kv_heads"], shape["head_dim"], 2)
-        all_match &= measured == formula
+        match &= measured == formula
         published_bytes[name] = measured
         rows.append([name, shape["layers"], shape["kv_heads"], shape["head_dim"], measured,
-                     measured * args.context / 2**30])
+                     measured * context / 2**30])
     print("Published models' attention shapes, 16-bit cache (bfloat16):")
-    print_table(["model", "layers", "KV heads", "head_dim", "bytes/token", f"GiB at {args.context} tokens"],
+    print_table(["model", "layers", "KV heads", "head_dim", "bytes/token", f"GiB at {context} tokens"],
                 rows, ["", "", "", "", ",", ".3f"])
     print()
+    return published_bytes, match
 
+
+def claim_cache_bytes(exp, all_match: bool, per_token: int, by_kv_heads: dict) -> None:
     exp.claim(all_match,
               "for every layout, dtype and model, the bytes the cache tensors hold equal "
               "2 x layers x kv_heads x head_dim x bytes x tokens x batch, and the storage equals the same "
@@ -167,6 +188,9 @@ def main(argv=None):
     exp.claim(all(by_kv_heads[name][8] == (8 // k) * by_kv_heads[name][k] for name in DTYPES for k in (4, 2, 1)),
               "the cache shrinks by exactly num_heads / kv_heads: 2x with 4 KV heads, 4x with 2, 8x with 1")
 
+
+
+def draw_bytes(exp, by_kv_heads: dict, published_bytes: dict) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained")
     labels = ["MHA 8", "GQA 4", "GQA 2", "MQA 1"]
     for offset, name in zip((-0.27, 0, 0.27), DTYPES):
@@ -190,7 +214,6 @@ def main(argv=None):
     axes[1].grid(axis="x", which="major", alpha=0.3)
     axes[1].set(title="published models: 16-bit cache per token (log scale)", xlabel="KiB per token")
     exp.save(fig, "bytes")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -142,10 +142,18 @@ def main(argv=None):
     print(f"MiniMind2's cache shape (8 layers, 2 KV heads, head_dim 64, float32), batch {args.batch}: "
           f"b = {b:,} bytes per step; n = {n} one-token steps")
     print()
+    counted, cumulative, closed = count_bytes_written(config, tokens, b, args.batch, args.initial)
+    claim_bytes(exp, counted, closed, n)
+    seconds = time_each_step(exp, config, tokens, b, args.batch, args.initial)
+    draw_copying(exp, cumulative, seconds, n)
+    return exp.finish()
 
-    # 1. Bytes written, counted operation by operation.
+
+def count_bytes_written(config, tokens: list, b: int, batch: int, initial: int):
+    """Bytes written, counted operation by operation, for each strategy, against the closed forms."""
+    n = len(tokens)
     counted, cumulative = {}, {}
-    for name, cache in make_caches(config, args.batch, n, args.initial).items():
+    for name, cache in make_caches(config, batch, n, initial).items():
         running, curve = 0, []
         allocations = 0
         for step in tokens:
@@ -161,14 +169,17 @@ def main(argv=None):
     closed = {
         "torch.cat (naive)": b * n * (n + 1) // 2,
         "preallocated": b * n,
-        "doubling": b * n + b * doubling_copies(n, args.initial),
+        "doubling": b * n + b * doubling_copies(n, initial),
     }
     rows = [[name, closed[name], counted[name][0], counted[name][0] / (b * n), counted[name][1]] for name in closed]
     print_table(["strategy", "closed form (bytes)", "counted (bytes)", "x the tokens' own bytes", "allocations"],
                 rows, ["", ",", ",", ".2f", ""])
-    print(f"closed forms: b n(n+1)/2, b n, and b n + b (c + 2c + ... below n) with c = {args.initial}")
+    print(f"closed forms: b n(n+1)/2, b n, and b n + b (c + 2c + ... below n) with c = {initial}")
     print()
+    return counted, cumulative, closed
 
+
+def claim_bytes(exp, counted: dict, closed: dict, n: int) -> None:
     exp.claim(all(counted[name][0] == closed[name] for name in closed),
               "the bytes written, counted operation by operation, equal the closed forms for all three strategies")
     exp.claim(2 * counted["torch.cat (naive)"][0] == (n + 1) * counted["preallocated"][0],
@@ -177,9 +188,14 @@ def main(argv=None):
               f"doubling writes less than 3 times what preallocation does "
               f"({counted['doubling'][0] / counted['preallocated'][0]:.2f}x): linear in n, like preallocation")
 
-    # 2. Time per step, as an illustration (the counts above are the exact statement).
+
+
+def time_each_step(exp, config, tokens: list, b: int, batch: int, initial: int) -> dict:
+    """Time per step, as an illustration (the counts are the exact statement); a claim only where the
+    cache is large enough for the copying to outweigh Python's overhead."""
+    n = len(tokens)
     seconds = {}
-    for name, cache in make_caches(config, args.batch, n, args.initial).items():
+    for name, cache in make_caches(config, batch, n, initial).items():
         seconds[name] = [time_call(lambda: append_step(cache, step)) for step in tokens]
     tail = max(1, n // 10)
     medians = {name: float(torch.tensor(s[-tail:]).median()) for name, s in seconds.items()}
@@ -195,7 +211,10 @@ def main(argv=None):
     else:
         print(f"(a cache of {n * b:,} bytes is too small for the copying to outweigh the Python overhead of a "
               f"step: no timing claim below {MIN_TIMED_BYTES:,} bytes)")
+    return seconds
 
+
+def draw_copying(exp, cumulative: dict, seconds: dict, n: int) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     steps = range(1, n + 1)
     for name, curve in cumulative.items():
@@ -206,7 +225,6 @@ def main(argv=None):
     for ax in axes:
         ax.legend(fontsize=8)
     exp.save(fig, "copying")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -155,13 +155,23 @@ def main(argv=None):
     config = mm.MiniMindConfig(hidden_size=128, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                                vocab_size=256, max_position_embeddings=POSITIONS)
     model = random_minimind(config, seed=args.seed)
-    vocab = config.vocab_size
+    results, per_step = {}, {}
+    single_sequence(model, args.prompt, args.new, results, per_step)
+    unpadded_row, error_message = padded_batch(model, args.prompt, args.new, args.pad, results, per_step)
+    print_pitfalls(results, unpadded_row, error_message, args.prompt, args.new, args.pad)
+    claim_pitfalls(exp, results, unpadded_row, error_message)
+    draw_errors(exp, results, per_step)
+    return exp.finish()
 
-    # Single sequence: positions and mask alignment.
-    prompt = torch.randint(0, vocab, (1, args.prompt))
-    reference = model.generate(prompt, args.new, use_cache=False)[:, args.prompt:]  # [1, new]
+
+def single_sequence(model, prompt_len: int, new: int, results: dict, per_step: dict) -> None:
+    """Single sequence: positions and mask alignment, each decoder against decoding without a cache.
+    Fills results (kind, tokens unlike the reference, largest logit error) and per_step, by decoder."""
+    vocab = model.config.vocab_size
+    prompt = torch.randint(0, vocab, (1, prompt_len))
+    reference = model.generate(prompt, new, use_cache=False)[:, prompt_len:]  # [1, new]
     with torch.no_grad():
-        reference_logits = model(torch.cat([prompt, reference], 1)).logits[:, args.prompt - 1:-1]
+        reference_logits = model(torch.cat([prompt, reference], 1)).logits[:, prompt_len - 1:-1]
     decoders = {
         "positions: new token at 0": (step_position_zero, "broken"),
         "positions: new token at past_len": (step_position_offset, "fixed"),
@@ -169,21 +179,25 @@ def main(argv=None):
         "mask: bottom-right causal_mask": (step_bottom_right_mask, "fixed"),
         "model default (forward with cache)": (step_right, "fixed"),
     }
-    results, per_step = {}, {}
     for name, (step, kind) in decoders.items():
-        tokens, _ = decode(model, prompt, args.new, step)
-        _, logits = decode(model, prompt, args.new, step, forced=reference)
+        tokens, _ = decode(model, prompt, new, step)
+        _, logits = decode(model, prompt, new, step, forced=reference)
         error = (logits - reference_logits).abs().amax(dim=(0, 2))  # [new]
         results[name] = (kind, int((tokens != reference).sum()), error.max().item())
         per_step[name] = error
 
-    # A left-padded batch: the short prompt gets `pad` pad tokens (id 0) on the left.
-    short = torch.randint(1, vocab, (1, args.prompt - args.prompt // 2))
-    long = torch.randint(1, vocab, (1, short.shape[1] + args.pad))
-    ids = torch.cat([torch.cat([torch.zeros(1, args.pad, dtype=torch.long), short], 1), long])
+
+
+def padded_batch(model, prompt_len: int, new: int, pad: int, results: dict, per_step: dict):
+    """A left-padded batch: the short prompt gets `pad` pad tokens (id 0) on the left. Fills results
+    and per_step; returns the unpadded row's errors by decoder, and the refusal of a stale mask."""
+    vocab = model.config.vocab_size
+    short = torch.randint(1, vocab, (1, prompt_len - prompt_len // 2))
+    long = torch.randint(1, vocab, (1, short.shape[1] + pad))
+    ids = torch.cat([torch.cat([torch.zeros(1, pad, dtype=torch.long), short], 1), long])
     mask = torch.ones_like(ids)
-    mask[0, :args.pad] = 0
-    alone = [model.generate(p, args.new, use_cache=False)[:, p.shape[1]:] for p in (short, long)]
+    mask[0, :pad] = 0
+    alone = [model.generate(p, new, use_cache=False)[:, p.shape[1]:] for p in (short, long)]
     with torch.no_grad():
         alone_logits = [model(torch.cat([p, a], 1)).logits[:, p.shape[1] - 1:-1] for p, a in zip((short, long), alone)]
     reference_batch, reference_batch_logits = torch.cat(alone), torch.cat(alone_logits)
@@ -191,17 +205,22 @@ def main(argv=None):
     for name, keep, count_pads, kind in (("padding: mask dropped after prefill", False, False, "broken"),
                                          ("padding: mask extended every step", True, False, "fixed"),
                                          ("padding: mask extended, positions count pads", True, True, "fine")):
-        tokens, _ = decode_padded(model, ids, mask, args.new, keep, count_pads)
-        _, logits = decode_padded(model, ids, mask, args.new, keep, count_pads, forced=reference_batch)
+        tokens, _ = decode_padded(model, ids, mask, new, keep, count_pads)
+        _, logits = decode_padded(model, ids, mask, new, keep, count_pads, forced=reference_batch)
         error = (logits - reference_batch_logits).abs().amax(dim=2)  # [B, new]
         results[name] = (kind, int((tokens != reference_batch).sum()), error.max().item())
         per_step[name] = error.amax(dim=0)
         unpadded_row[name] = (int((tokens[1] != reference_batch[1]).sum()), error[1].max().item())
     error_message = stale_mask_error(model, ids, mask)
+    return unpadded_row, error_message
 
+
+def print_pitfalls(results: dict, unpadded_row: dict, error_message: str, prompt_len: int, new: int,
+                   pad: int) -> None:
+    short = prompt_len - prompt_len // 2  # the padded row's prompt; the other is `pad` tokens longer
     rows = [[name, kind, wrong, err] for name, (kind, wrong, err) in results.items()]
-    print(f"random model (hidden 128, 4 layers, 8 heads, 2 KV heads), prompt {args.prompt}, {args.new} new tokens; "
-          f"padded batch: {short.shape[1]}-token prompt after {args.pad} pads, and a {long.shape[1]}-token prompt")
+    print(f"random model (hidden 128, 4 layers, 8 heads, 2 KV heads), prompt {prompt_len}, {new} new tokens; "
+          f"padded batch: {short}-token prompt after {pad} pads, and a {short + pad}-token prompt")
     print()
     print_table(["decoder", "", "tokens unlike the reference", "max |logit diff| (teacher-forced)"],
                 rows, ["", "", "", ".1e"])
@@ -214,6 +233,9 @@ def main(argv=None):
     print(f"Passing the prefill's mask again (not extended) is refused:\n  ValueError: {error_message}")
     print()
 
+
+
+def claim_pitfalls(exp, results: dict, unpadded_row: dict, error_message: str) -> None:
     for name, (kind, wrong, err) in results.items():
         if kind == "broken":
             exp.claim(wrong > 0 and err > BROKEN,
@@ -227,6 +249,9 @@ def main(argv=None):
     exp.claim("mask must cover the cached tokens" in error_message,
               "a padding mask that was not extended is refused with a message naming the cached tokens")
 
+
+
+def draw_errors(exp, results: dict, per_step: dict) -> None:
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, error in per_step.items():
         kind = results[name][0]
@@ -237,7 +262,6 @@ def main(argv=None):
            ylabel="logit error")
     ax.legend(fontsize=7, loc="center right")
     exp.save(fig, "errors")
-    return exp.finish()
 
 
 if __name__ == "__main__":

@@ -92,6 +92,15 @@ def main(argv=None):
     block_c, block_r = block_sizes(sram, d)
     print(f"d = {d}, M = {exp.args.sram_kb:g} KB = {sram} half-precision elements: B_c = {block_c}, B_r = {block_r}; "
           f"M / d^2 = {sram / d ** 2:.1f}")
+    lengths = standard_against_flash(exp, d, sram, block_c)
+    step_by_step(exp, d)
+    sram_kbs, flash_by_m = more_sram_fewer_passes(exp, d)
+    draw_accesses(exp, d, sram, exp.args.sram_kb, lengths, sram_kbs, flash_by_m)
+    return exp.finish()
+
+
+def standard_against_flash(exp, d: int, sram: int, block_c: int) -> list[int]:
+    """Each algorithm's HBM accesses, and the times they take on an A100, as N grows."""
     lengths = [512, 1024, 2048, 4096, 8192, 16384]
     rows, ratios, memory_bound = [], [], []
     for n in lengths:
@@ -118,8 +127,11 @@ def main(argv=None):
     exp.claim(all(m > 1 for m in memory_bound),
               f"standard attention is memory-bound on an A100: moving its elements takes {min(memory_bound):.1f}x "
               f"to {max(memory_bound):.1f}x longer than its matrix products")
+    return lengths
 
-    # the same, step by step: one kernel per line of Algorithm 0, at N = 4096
+
+def step_by_step(exp, d: int) -> None:
+    """The same, step by step: one kernel per line of Algorithm 0, at N = 4096."""
     n = 4096
     step_rows = [[name, operations / rate * 1e6, elements * BYTES_PER_ELEMENT / HBM_BYTES_PER_S * 1e6]
                  for name, (operations, elements, rate) in standard_steps(n, d).items()]
@@ -129,21 +141,28 @@ def main(argv=None):
               f"each of Algorithm 0's steps moves its data longer than it computes (N = {n}): even S = Q K^T does "
               f"only {flops_per_byte(n, d):.0f} FLOPs per byte it moves, where an A100 needs {RIDGE:.0f}")
 
-    # Theorem 2's 1/M: more SRAM, bigger blocks, fewer passes over Q and O
+
+
+def more_sram_fewer_passes(exp, d: int):
+    """Theorem 2's 1/M: more SRAM, bigger blocks, fewer passes over Q and O."""
     n = 4096
     sram_kbs = [16, 32, 64, 100, 128, 192]
     flash_by_m = [flash_accesses(n, d, int(kb * 1024 / BYTES_PER_ELEMENT)) for kb in sram_kbs]
     exp.claim(all(b < a for a, b in zip(flash_by_m, flash_by_m[1:])),
               f"the larger the SRAM, the fewer the accesses (N = {n}: {flash_by_m[0] / 1e6:.1f}M elements at "
               f"{sram_kbs[0]} KB, {flash_by_m[-1] / 1e6:.1f}M at {sram_kbs[-1]} KB), as Theta(N^2 d^2 / M) says")
+    return sram_kbs, flash_by_m
 
+
+def draw_accesses(exp, d: int, sram: int, sram_kb: float, lengths: list[int], sram_kbs: list, flash_by_m: list) -> None:
+    n = 4096
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     axes[0].loglog(lengths, [standard_accesses(n, d) for n in lengths], "o-", label="standard (Alg. 0)", base=2)
     axes[0].loglog(lengths, [flash_accesses(n, d, sram) for n in lengths], "s-", label="FlashAttention (Alg. 1)",
                    base=2)
     axes[0].set_xlabel("sequence length N")
     axes[0].set_ylabel("HBM elements read + written")
-    axes[0].set_title(f"d = {d}, M = {exp.args.sram_kb:g} KB")
+    axes[0].set_title(f"d = {d}, M = {sram_kb:g} KB")
     axes[0].legend()
     axes[1].plot(sram_kbs, [f / 1e6 for f in flash_by_m], "s-", color="C1", label="FlashAttention")
     axes[1].axhline(standard_accesses(n, d) / 1e6, color="C0", linestyle="--", label="standard")
@@ -153,7 +172,6 @@ def main(argv=None):
     axes[1].legend()
     fig.tight_layout()
     exp.save(fig, "hbm_accesses")
-    return exp.finish()
 
 
 if __name__ == "__main__":

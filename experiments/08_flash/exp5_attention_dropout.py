@@ -52,12 +52,21 @@ def attention(q, k, v, p, seed):
 
 def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
-    p, tokens = exp.args.p, exp.args.tokens
+    p, tokens, seed = exp.args.p, exp.args.tokens, exp.args.seed
     q, k, v = (torch.randn(1, HEADS, tokens, HEAD_DIM) for _ in range(3))
     plain, plain_weights = mm.scaled_dot_product_attention(q, k, v, is_causal=True, return_weights=True)
+    what_it_does_to_one_weight(exp, q, k, v, plain_weights, p, seed)
+    last_row = rows_sum_to_one_on_average(exp, q, k, v, plain_weights, p, seed, exp.args.draws)
+    the_identity_in_eval(exp, p, tokens)
+    qg, kg, vg = the_mask_from_a_seed(exp, q, k, v, plain_weights, p, tokens)
+    what_sdpa_keeps_for_backward(q, qg, kg, vg, p)
+    draw_row_sums(exp, last_row, p, exp.args.draws)
+    return exp.finish()
 
-    # 1. where it sits and what it does to one weight
-    out, weights = attention(q, k, v, p, seed=exp.args.seed)
+
+def what_it_does_to_one_weight(exp, q, k, v, plain_weights, p: float, seed: int) -> None:
+    """Where dropout sits and what it does to one weight."""
+    out, weights = attention(q, k, v, p, seed=seed)
     kept = weights != 0
     survivors_scaled = torch.allclose(weights[kept], plain_weights[kept] / (1 - p), rtol=1e-6, atol=0)
     visible = plain_weights > 0
@@ -66,9 +75,13 @@ def main(argv=None):
               f"each weight is dropped (0) or kept and multiplied by 1/(1 - p) = {1 / (1 - p):.4g}, and the "
               f"output is the dropped weights times V (share dropped: {dropped_share:.3f}, p = {p})")
 
-    # 2. rows sum to 1 only on average
-    sums = torch.stack([attention(q, k, v, p, seed=exp.args.seed + 1 + i)[1].sum(-1)
-                        for i in range(exp.args.draws)])  # [draws, 1, H, T]
+
+
+def rows_sum_to_one_on_average(exp, q, k, v, plain_weights, p: float, seed: int, draws: int) -> torch.Tensor:
+    """Rows sum to 1 only on average; returns the last row's sums, one per draw and head."""
+    tokens = q.shape[-2]
+    sums = torch.stack([attention(q, k, v, p, seed=seed + 1 + i)[1].sum(-1)
+                        for i in range(draws)])  # [draws, 1, H, T]
     last_row, first_row = sums[..., -1].flatten(), sums[..., 0].flatten()
     mean, spread = last_row.mean().item(), last_row.std().item()
     # each draw's row sum has variance p/(1 - p) * sum_j w_j^2 (w: the undropped weights of that row)
@@ -91,8 +104,11 @@ def main(argv=None):
               f"{spread:.3f}, expected {math.sqrt(variance):.3f}); {exactly_one:.4f} of the rows sum to 1, "
               f"and a row with nothing dropped sums to 1/(1 - p) ({all_kept:.3f} of the rows, "
               f"expected {expected:.3f})")
+    return last_row
 
-    # 3. the identity in eval: a layer built with dropout, in eval mode, equals one built without
+
+def the_identity_in_eval(exp, p: float, tokens: int) -> None:
+    """A layer built with dropout, in eval mode, equals one built without."""
     config = mm.MiniMindConfig(hidden_size=HEADS * HEAD_DIM, num_attention_heads=HEADS, num_key_value_heads=HEADS,
                                num_hidden_layers=1, vocab_size=8, dropout=p)
     with_dropout = mm.MiniMindForCausalLM(config).eval()
@@ -107,7 +123,10 @@ def main(argv=None):
               f"in eval a model built with dropout {p} gives exactly the logits of one built without it "
               f"(in training they differ)")
 
-    # 4. the mask from a seed: regenerate it instead of storing it
+
+
+def the_mask_from_a_seed(exp, q, k, v, plain_weights, p: float, tokens: int):
+    """Regenerate the mask from its seed instead of storing it; returns the inputs that carry grads."""
     qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
     out_g, _ = attention(qg, kg, vg, p, seed=123)
     upstream = torch.randn_like(out_g)
@@ -125,8 +144,11 @@ def main(argv=None):
               f"the same seed redraws the same mask: the backward pass rebuilt from it gives autograd's "
               f"dq and dv, keeping a seed (8 bytes) instead of a {mask_bytes:,}-byte bool mask "
               f"(B x H x T x S = 1 x {HEADS} x {tokens} x {tokens})")
+    return qg, kg, vg
 
-    # what torch's SDPA keeps on this machine for the backward pass, with and without dropout
+
+def what_sdpa_keeps_for_backward(q, qg, kg, vg, p: float) -> None:
+    """What torch's SDPA keeps on this machine for the backward pass, with and without dropout."""
     stored = {}
     for name, drop in (("no dropout", 0.0), (f"dropout {p}", p)):
         kept_bytes = []
@@ -142,15 +164,17 @@ def main(argv=None):
           + ", ".join(f"{name} {b:,}" for name, b in stored.items()))
     print()
 
+
+
+def draw_row_sums(exp, last_row: torch.Tensor, p: float, draws: int) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     ax.hist(last_row.numpy(), bins=40, color="tab:blue")
     ax.axvline(1.0, color="black", ls="--", label="1: the sum without dropout")
-    ax.set(title=f"sum of the last row's weights after dropout p = {p}, {exp.args.draws} draws x {HEADS} heads",
+    ax.set(title=f"sum of the last row's weights after dropout p = {p}, {draws} draws x {HEADS} heads",
            xlabel="row sum", ylabel="count")
     ax.legend(fontsize=8)
     fig.tight_layout()
     exp.save(fig, "row_sums")
-    return exp.finish()
 
 
 if __name__ == "__main__":

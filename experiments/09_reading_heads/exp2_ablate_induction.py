@@ -50,15 +50,25 @@ def main(argv=None):
     args = exp.args
     model, _ = load_tiny_model_or_exit()  # a missing checkpoint: says how to make it, exits 2
     torch.set_num_threads(1)  # small matrices: one thread is fastest on a shared machine
+    found = switch_each_head_off(model, args.seed, args.span, args.count)
+    print_losses(found, args.span, args.count)
+    claim_circuit(exp, found)
+    draw_ablation(exp, found)
+    return exp.finish()
 
-    scores = measure_head_scores(model, seed=args.seed, span=args.span)
+
+def switch_each_head_off(model, seed: int, span: int, count: int) -> dict:
+    """The heads' roles from their scores; the loss on the second copy of repeated prompts with the
+    model intact, with each head switched off (mean and zero ablation), and with every induction
+    head off."""
+    scores = measure_head_scores(model, seed=seed, span=span)
     previous, inductions = scores.previous_token_head, scores.induction_heads()
-    probe = repeated_probe(args.count, args.span, seed=args.seed + 1000)  # other prompts than the scores'
-    intact = repeat_loss(model, probe, args.span)
+    probe = repeated_probe(count, span, seed=seed + 1000)  # other prompts than the scores'
+    intact = repeat_loss(model, probe, span)
 
     def loss_without(heads, mode):
         with ablated(model, heads, mode):
-            return repeat_loss(model, probe, args.span)
+            return repeat_loss(model, probe, span)
 
     L, H = scores.previous.shape
     heads = [(layer, head) for layer in range(L) for head in range(H)]
@@ -67,7 +77,14 @@ def main(argv=None):
     zero = {h: loss_without([h], "zero") for h in heads}
     all_induction = {mode: loss_without(inductions, mode) for mode in ("mean", "zero")}
 
-    print(f"loss on the second copy, {args.count} prompts of {args.span} characters twice "
+    return {"heads": heads, "role": role, "previous": previous, "inductions": inductions, "intact": intact,
+            "mean": mean, "zero": zero, "all_induction": all_induction}
+
+
+def print_losses(found: dict, span: int, count: int) -> None:
+    heads, role, intact = found["heads"], found["role"], found["intact"]
+    mean, zero, all_induction = found["mean"], found["zero"], found["all_induction"]
+    print(f"loss on the second copy, {count} prompts of {span} characters twice "
           f"(guessing: ln {len(PRINTABLE)} = {GUESSING:.2f}); intact model: {intact:.3f}")
     rows = [[f"{layer}.{head}", role[(layer, head)], mean[(layer, head)], zero[(layer, head)]]
             for layer, head in heads]
@@ -75,6 +92,11 @@ def main(argv=None):
     print_table(["head off", "role", "mean ablation", "zero ablation"], rows, ["", "", ".3f", ".3f"])
     print()
 
+
+
+def claim_circuit(exp, found: dict) -> None:
+    heads, role, previous, inductions = found["heads"], found["role"], found["previous"], found["inductions"]
+    intact, mean, zero, all_induction = found["intact"], found["mean"], found["zero"], found["all_induction"]
     exp.claim(intact < COPIES, f"the intact model copies the span: loss {intact:.3f} (below {COPIES})")
     exp.claim(mean[previous] > BROKEN,
               f"without the previous-token head {previous} copying breaks: loss {mean[previous]:.2f} "
@@ -96,6 +118,11 @@ def main(argv=None):
               f"{', '.join(f'{zero[h]:.2f}' for h in misled)}), while replacing it by its mean does not "
               f"({', '.join(f'{mean[h]:.3f}' for h in misled)})")
 
+
+
+def draw_ablation(exp, found: dict) -> None:
+    heads, previous, inductions, intact = found["heads"], found["previous"], found["inductions"], found["intact"]
+    mean, zero, all_induction = found["mean"], found["zero"], found["all_induction"]
     fig, ax = plt.subplots(figsize=(9, 3.6))
     names = [f"{layer}.{head}" for layer, head in heads] + ["all ind."]
     x = torch.arange(len(names)).float()
@@ -110,7 +137,6 @@ def main(argv=None):
     ax.legend(fontsize=8)
     fig.tight_layout()
     exp.save(fig, "ablation")
-    return exp.finish()
 
 
 if __name__ == "__main__":

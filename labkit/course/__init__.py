@@ -1,8 +1,5 @@
 """labkit.course: the classroom and maintainer tools, which act on the course's files.
 
-    catalog.py          which modules the course plans and which of their parts exist on disk
-                        (standard library only: `python -m labkit.course.catalog check exp 03`
-                        explains a wrong module number before anything is installed)
     cli.py              the command line behind the make targets: python -m labkit.course
                         {list, exp NN, experiments, quiz NN, notebooks [NN], portability [NN], student, slides NN}
     student.py          student copies of the notebooks: solutions out, checks kept (make student)
@@ -11,5 +8,7 @@
     portability.py      run notebooks as other machines would (make portability), LastBitNoise
     machines.py         the other machines it stands in for: their environment variables
 
-This package's __init__ imports nothing, so that `python -m labkit.course.catalog` runs without torch.
+Which modules exist and where their parts are is the kit's `labkit/syllabus.py`, which these
+tools import; no file of the kit imports this package (tests/kit/test_packaging.py holds that).
+This package's __init__ imports nothing.
 """

@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from labkit.course.catalog import CourseError, all_modules, check, find_course_root
 from labkit.course.machines import ENVIRONMENTS
+from labkit.experiment import writable_folder
 from labkit.quiz import QuizError, load_quiz, run_terminal_quiz
+from labkit.syllabus import CourseError, all_modules, check, find_course_root
 
 
 def _summary(results: list[tuple[str, bool, float]]) -> int:
@@ -157,6 +158,16 @@ def cmd_portability(args: argparse.Namespace, root: Path) -> int:
     return status
 
 
+def _output_folder(root: Path, name: str, what: str) -> Path:
+    """outputs/NAME under the course root, checked before anything is written: a file, a link to
+    nothing or a folder that cannot be written there is a CourseError naming it (exit 2)."""
+    try:
+        return writable_folder(root / "outputs" / name)
+    except ValueError as error:
+        raise CourseError(f"cannot write {what} into outputs/{name}/: {error}. Move what is in the way, "
+                          f"then run the command again.") from None
+
+
 def cmd_student(args: argparse.Namespace, root: Path) -> int:
     """Write outputs/student/NN_slug.ipynb for every notebook, solutions removed, checks kept."""
     from labkit.course.student import OPEN_COPIES, StudentCopyError, write_student_copies
@@ -165,8 +176,9 @@ def cmd_student(args: argparse.Namespace, root: Path) -> int:
     if not notebooks:
         print("No notebooks exist yet.")
         return 0
+    out_dir = _output_folder(root, "student", "the student copies")
     try:
-        written = write_student_copies(notebooks, root / "outputs" / "student", force=args.force)
+        written = write_student_copies(notebooks, out_dir, force=args.force)
     except StudentCopyError as error:
         raise CourseError(str(error)) from None
     for item in written:
@@ -183,7 +195,7 @@ def cmd_slides(args: argparse.Namespace, root: Path) -> int:
     from labkit.course.slides import SlidesError, write_slides
 
     module = check("slides", args.module, root)
-    out_dir = root / "outputs" / "slides"
+    out_dir = _output_folder(root, "slides", "the slides")
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         deck = write_slides(module.notebook, out_dir, root, solutions=not args.no_solutions)

@@ -85,6 +85,8 @@ def write_student_copies(notebooks: list[Path], out_dir: Path, force: bool = Fal
     for source in notebooks:
         fresh = nbformat.writes(student_notebook(nbformat.read(source, as_version=4), source.name)) + "\n"
         target = out_dir / source.name
+        if target.exists() and not target.is_file():
+            raise StudentCopyError(f"{target} is a folder, not a notebook: move it away to write the student copy")
         if target.exists() and target.read_text() == fresh:
             results.append(Written(target, "unchanged"))
         elif target.exists() and not force:

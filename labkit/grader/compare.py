@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..numerics import distance, outside_tolerance
 from .ladder import GENERATED, TOLERANCE, Call, Episode, Outcome, Raised, Records
 
 
@@ -32,20 +33,17 @@ class Difference:
 
 
 def _bad(actual: torch.Tensor, expected: torch.Tensor, care: torch.Tensor | None, tolerance) -> torch.Tensor:
-    """Entries that are too far apart, or non-finite where the expected value is finite, as a bool tensor."""
-    atol, rtol = tolerance
-    a, e = actual.double(), expected.double()
-    far = (a - e).abs() > atol + rtol * e.abs()
-    far = far | (torch.isfinite(e) & ~torch.isfinite(a))
+    """Entries outside the tolerance (labkit.numerics, the rule check() uses too), as a bool tensor."""
+    far = outside_tolerance(actual, expected, *tolerance)
     if care is not None:
         # rows not compared (pad queries) must still be finite: a NaN there spreads in the next layer
-        far = (far & care) | (~torch.isfinite(a) & torch.isfinite(e))
+        far = (far & care) | (~torch.isfinite(actual) & torch.isfinite(expected))
     return far
 
 
 def _largest(actual, expected, care) -> float:
-    """The largest |actual - expected| over the compared entries (inf where one is not finite)."""
-    diff = (actual.double() - expected.double()).abs().nan_to_num(nan=float("inf"))
+    """The largest |actual - expected| over the compared entries (inf where only one is finite)."""
+    diff = distance(actual, expected)
     if care is not None:  # rows not compared count only where they are not finite
         diff = torch.where(care | ~torch.isfinite(actual), diff, torch.zeros_like(diff))
     return diff.max().item() if diff.numel() else 0.0
@@ -173,7 +171,6 @@ def same_behaviour(first: Records, second: Records, episodes: list[Episode]) -> 
                 if not torch.equal(x, y):
                     return False
                 continue
-            atol, rtol = TOLERANCE[dtype]
-            if not torch.allclose(x.double(), y.double(), atol=atol, rtol=rtol, equal_nan=True):
+            if outside_tolerance(x, y, *TOLERANCE[dtype]).any():
                 return False
     return True

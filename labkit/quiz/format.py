@@ -113,7 +113,7 @@ def _object(pairs: list[tuple[str, Any]]) -> _Object:
 def _shown(path: Path) -> str:
     """The path as the learner would type it: relative to the current folder or, failing that,
     to the course root; else as given."""
-    from labkit.course.catalog import CourseError, find_course_root
+    from labkit.syllabus import CourseError, find_course_root
 
     resolved = path.resolve()
     try:

@@ -21,8 +21,8 @@ from pathlib import Path
 import ipywidgets as widgets
 from IPython.display import display
 
-from labkit.course.catalog import find_course_root, get_module, quiz_path
 from labkit.quiz import Feedback, Question, Quiz, letter, load_quiz, parse_response, quiz_text
+from labkit.syllabus import find_course_root, get_module, quiz_path
 
 _RIGHT, _WRONG = "#1a7f37", "#b35900"  # green and orange: readable on light and dark themes
 _MATH = re.compile(r"(\$\$.+?\$\$|\$.+?\$)", re.S)

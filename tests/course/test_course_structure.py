@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit.course.catalog import get_module, numbers_on_disk
+from labkit.syllabus import get_module, numbers_on_disk
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

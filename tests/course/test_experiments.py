@@ -1,6 +1,6 @@
 """Every experiment script of every module runs with its defaults, checks its claim and exits 0.
 
-The scripts are found through the catalog, so a module's scripts are tested the moment they exist.
+The scripts are found through the syllabus, so a module's scripts are tested the moment they exist.
 Each runs in its own process, as a learner runs it, with figures sent to a temporary folder.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.course.catalog import all_modules
+from labkit.syllabus import all_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [script for module in all_modules(ROOT) for script in module.experiments]
@@ -40,13 +40,3 @@ def test_script_runs_with_defaults_and_its_claims_hold(script, tmp_path):
     assert figures, "an experiment saves its figures"
     assert all(f.name.startswith(script.stem + "_") for f in figures), "figures are named after their script"
     assert sorted(tmp_path.iterdir()) == [out], "nothing is written outside the output folder"
-
-
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_script_help_names_the_course_flags(script):
-    result = run_script(script, "--help")
-    assert result.returncode == 0, result.stderr
-    for flag in ("--seed", "--out", "--show"):
-        assert flag in result.stdout
-    docstring_claim = result.stdout.split("\n\n")[1].strip()
-    assert docstring_claim, "--help starts with the script's claim"

@@ -395,18 +395,14 @@ def test_only_1_turns_strict_mode_on(monkeypatch, value):
     (dict(got=1, expected=1, rtol=math.nan), ValueError, "check(rtol=...) must be a finite number >= 0, got nan"),
     (dict(got=1, expected=1, atol="1e-6"), TypeError, "check(atol=...) must be a number, got str"),
     (dict(got=1, expected=1, explain=3), TypeError, "check(explain=...) must be a sentence"),
+    *[(dict(name=name, got=1, expected=1), TypeError, "check(name=...) must be a non-empty string")
+      for name in ("", "  ", None, 3)],
 ])
 def test_misuse_of_check_raises_naming_the_argument(kwargs, error, text, capsys):
     with pytest.raises(error) as raised:
-        check("exercise", **kwargs)
+        check(**{"name": "exercise", **kwargs})
     assert text in str(raised.value)
     assert capsys.readouterr().out == ""  # nothing printed: no verdict on a check that cannot run
-
-
-@pytest.mark.parametrize("name", ["", "  ", None, 3])
-def test_a_check_needs_a_name(name):
-    with pytest.raises(TypeError, match="name=...\\) must be a non-empty string"):
-        check(name, 1, 1)
 
 
 # --------------------------------------------------------------------------------- notebook

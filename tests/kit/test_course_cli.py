@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from labkit.course import catalog
-from labkit.course.catalog import CourseError, find_course_root, get_module
+from labkit import syllabus
 from labkit.course.cli import main
+from labkit.syllabus import CourseError, find_course_root, get_module
 
 REPO = Path(__file__).resolve().parents[2]
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -64,15 +64,15 @@ def test_the_environment_names_the_course_from_anywhere(course, tmp_path_factory
         find_course_root()
 
 
-def test_the_catalog_runs_without_torch_through_the_package(tmp_path):
-    """`make exp M=..` checks the number before .venv exists: the catalog, imported as a package
+def test_the_syllabus_runs_without_torch_through_the_package(tmp_path):
+    """`make exp M=..` checks the number before .venv exists: the syllabus, imported as a package
     module, must not import torch (here a torch that refuses to be imported)."""
-    (tmp_path / "torch.py").write_text("raise ImportError('torch must not be imported by the catalog')\n")
+    (tmp_path / "torch.py").write_text("raise ImportError('torch must not be imported by the syllabus')\n")
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
-    ok = subprocess.run([sys.executable, "-m", "labkit.course.catalog", "check", "exp", "3"],
+    ok = subprocess.run([sys.executable, "-m", "labkit.syllabus", "check", "exp", "3"],
                         cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and ok.stderr == ""
-    wrong = subprocess.run([sys.executable, "-m", "labkit.course.catalog", "check", "exp", "42"],
+    wrong = subprocess.run([sys.executable, "-m", "labkit.syllabus", "check", "exp", "42"],
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "Unknown module '42'" in wrong.stderr
 
@@ -96,7 +96,7 @@ def test_unknown_numbers_name_the_input_and_list_the_valid_ones(course, given):
 
 def test_a_planned_module_without_experiments_says_so(course):
     with pytest.raises(CourseError, match=r"Module 03 \(multi_head\) has no experiment scripts yet"):
-        catalog.experiment_scripts(get_module("3", course))
+        syllabus.experiment_scripts(get_module("3", course))
 
 
 def test_a_module_on_disk_but_not_planned_is_valid(course):
@@ -105,7 +105,7 @@ def test_a_module_on_disk_but_not_planned_is_valid(course):
     module = get_module("11", course)
     assert (module.slug, module.title, module.quiz.name) == (
         "sparse_attention", "Sparse attention", "11_sparse_attention.json")
-    assert set(catalog.numbers_on_disk(course)) == {"01", "11"}
+    assert set(syllabus.numbers_on_disk(course)) == {"01", "11"}
 
 
 def test_experiment_scripts_sort_by_their_number(course):
@@ -114,9 +114,9 @@ def test_experiment_scripts_sort_by_their_number(course):
 
 
 def test_format_numbers_collapses_runs():
-    assert catalog.format_numbers(["07", "03", "04", "05", "01", "02"]) == "01..05, 07"
-    assert catalog.format_numbers(["01", "02"]) == "01, 02"
-    assert catalog.format_numbers([]) == "none yet"
+    assert syllabus.format_numbers(["07", "03", "04", "05", "01", "02"]) == "01..05, 07"
+    assert syllabus.format_numbers(["01", "02"]) == "01, 02"
+    assert syllabus.format_numbers([]) == "none yet"
 
 
 def test_exp_runs_every_script_in_order_and_fails_if_one_fails(course, capfd):
@@ -249,14 +249,14 @@ def test_list_shows_each_module_and_its_parts(course, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["NN", "slug", "title", "guide", "notebook", "experiments", "quiz"]
     assert lines[1].split()[:2] == ["01", "attention_basics"] and lines[1].split()[-2:] == ["3", "-"]
-    assert [line.split()[0] for line in lines[1:]] == sorted(catalog.PLANNED_MODULES)
+    assert [line.split()[0] for line in lines[1:]] == sorted(syllabus.PLANNED_MODULES)
 
 
 def _fake_course_with_makefile(course: Path) -> Path:
-    """The fake course plus the real Makefile and catalog, and no .venv: make must answer alone."""
+    """The fake course plus the real Makefile and syllabus, and no .venv: make must answer alone."""
     shutil.copy(REPO / "Makefile", course / "Makefile")
-    (course / "labkit" / "course").mkdir(parents=True)
-    for part in ("__init__.py", "course/__init__.py", "course/catalog.py"):
+    (course / "labkit").mkdir(parents=True)
+    for part in ("__init__.py", "syllabus.py"):
         shutil.copy(REPO / "labkit" / part, course / "labkit" / part)
     return course
 

@@ -106,7 +106,7 @@ def test_no_file_names_the_old_teaching_package():
 @pytest.mark.parametrize("package, absent", [
     ("minimind_ref", ["matplotlib", "ipywidgets", "IPython", "nbformat", "transformers", "labkit"]),
     ("labkit", ["torch", "matplotlib", "ipywidgets", "minimind_ref"]),
-    ("labkit.course.catalog", ["torch", "matplotlib", "ipywidgets", "minimind_ref"]),
+    ("labkit.syllabus", ["torch", "matplotlib", "ipywidgets", "minimind_ref"]),
     ("labkit.course.cli", ["torch", "matplotlib", "ipywidgets", "nbformat"]),  # make list and make quiz start at once
     ("labkit.quiz", ["torch", "matplotlib", "ipywidgets"]),
 ])
@@ -137,3 +137,47 @@ def test_notebooks_experiments_and_benchmarks_import_the_kit_by_its_short_names(
             if exported:
                 offenders.append(f"{path.relative_to(ROOT)}: from labkit.{module} import {', '.join(exported)}")
     assert offenders == [], "import these from labkit itself:\n" + "\n".join(offenders)
+
+
+
+def _imported_modules(source: str, package: str) -> set[str]:
+    """Every module a file of `package` imports, relative imports resolved to absolute names."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}  # `from labkit import course`
+    return found
+
+
+def _names_the_tools(names: set[str]) -> list[str]:
+    return sorted(name for name in names if name == "labkit.course" or name.startswith("labkit.course."))
+
+
+def test_the_kit_never_imports_the_maintainer_tools():
+    """labkit.course (the make targets' commands, student copies, slides, the notebook runner)
+    uses the kit; a kit file that imported it back would tie a learner's notebook to them."""
+    offenders = {}
+    for path in (ROOT / "labkit").rglob("*.py"):
+        module = path.relative_to(ROOT).with_suffix("").parts
+        if module[:2] == ("labkit", "course"):
+            continue
+        names = _names_the_tools(_imported_modules(path.read_text(), ".".join(module[:-1])))
+        if names:
+            offenders[str(path.relative_to(ROOT))] = names
+    assert offenders == {}
+
+
+@pytest.mark.parametrize("source, package", [
+    ("from labkit.course.catalog import x", "labkit.quiz"), ("from ..course.cli import main", "labkit.quiz"),
+    ("from .course import cli", "labkit"), ("from labkit import course", "labkit"),
+    ("import labkit.course.slides", "labkit.grader"),
+])
+def test_the_import_reader_sees_every_spelling_of_the_maintainer_tools(source, package):
+    """The test above cannot pass by not seeing an import."""
+    assert _names_the_tools(_imported_modules(source, package))
+    assert not _names_the_tools(_imported_modules("from .syllabus import find_course_root", "labkit"))

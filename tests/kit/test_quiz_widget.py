@@ -8,9 +8,9 @@ import json
 import ipywidgets as widgets
 import pytest
 
-from labkit.course.catalog import CourseError
 from labkit.quiz import parse_quiz, quiz_text
 from labkit.quiz import widget as qw
+from labkit.syllabus import CourseError
 
 QUIZ = {
     "module": "01_attention_basics",

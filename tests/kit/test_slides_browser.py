@@ -19,8 +19,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from labkit.course.catalog import all_modules, find_course_root
 from labkit.course.slides import HEIGHT, WIDTH, write_slides
+from labkit.syllabus import all_modules, find_course_root
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "outputs" / "slides" / "screenshots"

@@ -1,7 +1,8 @@
-"""The course catalog: which modules the course plans, and which of their parts exist on disk.
+"""The syllabus: which modules the course plans, where the course is, and which parts exist on disk.
 
 Every entry point that takes a module number (`make exp M=03`, `make quiz M=03`,
-`make notebooks M=03`, `python -m labkit.course ...`) comes through here, so that all of
+`make notebooks M=03`, `python -m labkit.course ...`, `show_quiz(3)`) and every experiment's
+default output folder come through here, so that all of
 them accept the same numbers ("3" and "03") and explain a wrong one in the same words.
 
 Modules are discovered from disk, never from a fixed list: a module exists as soon as any one of
@@ -9,11 +10,12 @@ its parts does (`modules/NN_slug/`, `notebooks/NN_slug.ipynb`, `experiments/NN_s
 `quizzes/NN_slug.json`). `PLANNED_MODULES` only supplies slugs and titles, and lets an error tell a
 planned module that is not written yet from a number that means nothing.
 
-This file imports only the standard library, and so does every package above it (`labkit` and
-`labkit.course` import nothing at import time), so it runs with any Python 3, before torch or
-anything else is installed:
+It is part of the kit (the quiz widget and the experiment scaffold use it), and the maintainer
+tools in `labkit.course` import it, never the other way round. It imports only the standard
+library, and so does the package above it (`labkit` imports nothing at import time), so it runs
+with any Python 3, before torch or anything else is installed:
 
-    python -m labkit.course.catalog check exp 03
+    python -m labkit.syllabus check exp 03
 
 The Makefile uses that to explain a missing or wrong `M=` before it spends minutes building .venv.
 """
@@ -97,7 +99,8 @@ def _holds_a_module(folder: Path) -> bool:
 
 
 def _strip(name: str, suffix: str) -> str:
-    return name[: -len(suffix)] if suffix and name.endswith(suffix) else name
+    """An entry's name without its part's suffix: '03_multi_head.ipynb' -> '03_multi_head'."""
+    return name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else name
 
 
 @dataclass(frozen=True)
@@ -152,10 +155,6 @@ class Module:
     @property
     def on_disk(self) -> bool:
         return any(self._part(part) for part in _PARTS)
-
-
-def _strip(name: str, suffix: str) -> str:
-    return name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else name
 
 
 def numbers_on_disk(root: Path) -> dict[str, str]:
@@ -317,10 +316,10 @@ def check(target: str, text: str, root: Path) -> Module | None:
 
 
 def _script(argv: list[str]) -> int:
-    """`python -m labkit.course.catalog check TARGET [NUMBER]`: silent and 0 when `make TARGET M=NUMBER` can go ahead,
+    """`python -m labkit.syllabus check TARGET [NUMBER]`: silent and 0 when `make TARGET M=NUMBER` can go ahead,
     else one line on stderr and 2."""
     if len(argv) not in (2, 3) or argv[0] != "check" or argv[1] not in _REQUIREMENTS:
-        print(f"usage: python -m labkit.course.catalog check {{{','.join(_REQUIREMENTS)}}} [NUMBER]", file=sys.stderr)
+        print(f"usage: python -m labkit.syllabus check {{{','.join(_REQUIREMENTS)}}} [NUMBER]", file=sys.stderr)
         return 2
     try:
         check(argv[1], argv[2] if len(argv) == 3 else "", find_course_root())

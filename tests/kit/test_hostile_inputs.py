@@ -1,0 +1,250 @@
+"""Hostile inputs to the kit's public functions that take what a learner types: each is refused by
+name (a usage error) or handled correctly, never a raw error from deep inside Python or torch.
+
+The property tests draw inputs with hypothesis, derandomised with fixed example counts, so a run
+is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from labkit.checks import STRICT_ENV, CheckResult, check
+from labkit.course import cli
+from labkit.experiment import Experiment, float_in, fraction, int_in, int_list, output_folder
+from labkit.numerics import distance, outside_tolerance
+
+DERANDOMISED = settings(derandomize=True, database=None, deadline=None, print_blob=True,
+                        suppress_health_check=[HealthCheck.too_slow])
+REPO = Path(__file__).resolve().parents[2]
+
+# -------------------------------------------------------------------------- --out and outputs/
+
+
+@pytest.fixture
+def script(tmp_path, monkeypatch):
+    """A fake script in a fake course, a home folder of its own, and the course as the current folder."""
+    course = tmp_path / "course"
+    folder = course / "experiments" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    (folder / "exp1_demo.py").write_text("")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(course)
+    return folder / "exp1_demo.py"
+
+
+def test_out_with_a_tilde_is_the_home_folder_as_a_shell_would_expand_it(script, tmp_path):
+    """`--out=~/figs` reaches Python unexpanded (the shell expands `~` only at a word's start)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    exp = Experiment.start("A claim.", str(script), ["--out=~/figs"])
+    path = exp.save(plt.figure(), "curve")
+    assert path == tmp_path / "home" / "figs" / "exp1_demo_curve.png" and path.is_file()
+    assert not any(p.name.startswith("~") for p in (tmp_path / "course").rglob("*")), "no folder named ~"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("~no_such_user_here/figs", "'~no_such_user_here' names no user's home folder"),
+    ("", "must name a folder"),
+    ("   ", "must name a folder"),
+    ("figs\0x", "holds a NUL character"),
+    ("x" * 300, "longer than the 255 bytes"),
+    ("/" + "a/" * 3000, "cannot use the folder '/a/a/a"),
+    *([("/proc/nope", "/proc is not writable")] if Path("/proc").is_dir() else []),
+])
+def test_out_refuses_what_no_folder_can_be_named_and_creates_nothing(script, tmp_path, capsys, text, message):
+    with pytest.raises(SystemExit) as exited:
+        Experiment.start("A claim.", str(script), [f"--out={text}"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --out: " in err and message in err
+    assert len(err.strip().splitlines()[-1]) < 300, "a long path is quoted short"
+    assert sorted(p.name for p in (tmp_path / "course").iterdir()) == ["experiments"]
+
+
+def test_out_refuses_a_link_to_nothing_on_its_path(tmp_path):
+    (tmp_path / "broken").symlink_to(tmp_path / "gone")
+    for text in (tmp_path / "broken", tmp_path / "broken" / "figs"):
+        with pytest.raises(argparse.ArgumentTypeError, match="is a link to .*which does not exist"):
+            output_folder(str(text))
+    assert not (tmp_path / "gone").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
+def test_out_refuses_a_folder_it_cannot_write(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        with pytest.raises(argparse.ArgumentTypeError, match="not writable"):
+            output_folder(str(locked / "figs"))
+    finally:
+        locked.chmod(0o700)
+
+
+def _student(root: Path, capsys) -> tuple[int, str]:
+    (root / "notebooks").mkdir(exist_ok=True)
+    (root / "notebooks" / "01_attention_basics.ipynb").write_text(
+        (REPO / "notebooks" / "01_attention_basics.ipynb").read_text())
+    status = cli.main(["student"])  # run from the course root, as make does
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("blocker", ["outputs", "outputs/student"])
+def test_make_student_when_its_folder_is_a_file_is_a_usage_error(tmp_path, monkeypatch, capsys, blocker):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / blocker).parent.mkdir(exist_ok=True)
+    (tmp_path / blocker).write_text("not a folder")
+    status, err = _student(tmp_path, capsys)
+    assert status == 2
+    assert "cannot write the student copies into outputs/student/" in err and "is a file" in err
+    assert (tmp_path / blocker).read_text() == "not a folder"
+
+
+def test_make_student_when_a_copy_is_a_folder_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "outputs" / "student" / "01_attention_basics.ipynb").mkdir(parents=True)
+    status, err = _student(tmp_path, capsys)
+    assert status == 2 and "01_attention_basics.ipynb is a folder, not a notebook" in err
+
+
+def test_make_student_exits_2_through_the_command_line(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "01_attention_basics.ipynb").write_text(
+        (REPO / "notebooks" / "01_attention_basics.ipynb").read_text())
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs" / "student").write_text("")
+    done = subprocess.run([sys.executable, "-m", "labkit.course", "student"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "is a file" in done.stderr
+
+
+# ------------------------------------------------------------------------- the bounded flag types
+
+TYPES = [int_in(2, 4096), int_in(-5, 5), float_in(-1.5, 2.5), float_in(0, 1, low_open=True, high_open=True),
+         fraction(), int_list(1, 16384)]
+HOSTILE_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.from_regex(r"\s*[-+]?[0-9_]{0,30}(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?\s*", fullmatch=True),
+    st.sampled_from(["nan", "-inf", "inf", "1e309", "-0", "0x10", "1_000", "\u0661\u0662", "１２", "4" * 5000,
+                     "\ud800", "2,,3", ",", "1," * 20 + "1", "+3", "3.", ".5", "1e-400"]),
+    st.lists(st.integers(-10 ** 6, 10 ** 6), max_size=20).map(lambda xs: ",".join(map(str, xs))),
+)
+
+
+@settings(DERANDOMISED, max_examples=400)
+@given(kind=st.sampled_from(TYPES), text=HOSTILE_TEXT)
+def test_a_bounded_flag_gives_a_value_in_bounds_or_a_usage_message(kind, text):
+    try:
+        value = kind(text)
+    except argparse.ArgumentTypeError as error:
+        assert str(error).startswith(f"must be {kind.describe()}, got ")
+        assert len(str(error)) < 300
+        return
+    values = value if isinstance(value, list) else [value]
+    assert 1 <= len(values) <= getattr(kind, "most", 1)
+    for number in values:
+        assert type(number) is kind.kind and kind.contains(number)
+        assert not isinstance(number, float) or math.isfinite(number)
+
+
+def test_a_list_flag_is_bounded_in_length_too():
+    lengths = int_list(1, 16384)
+    assert lengths(",".join(["256"] * 16)) == [256] * 16
+    with pytest.raises(argparse.ArgumentTypeError, match="at most 16 integers"):
+        lengths(",".join(["256"] * 17))
+
+
+# ----------------------------------------------------------------------------- check()'s arguments
+
+LENIENT = mock.patch.dict(os.environ, {STRICT_ENV: "0"})  # a failed check prints its verdict, not raise
+
+FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=32)
+VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30), FLOATS, st.text(max_size=5),
+              st.lists(FLOATS, max_size=6).map(torch.tensor),
+              st.lists(st.integers(-3, 3), max_size=6).map(torch.tensor),
+              st.lists(FLOATS, min_size=4, max_size=4).map(lambda xs: torch.tensor(xs).reshape(2, 2)),
+              st.sampled_from([torch.zeros(0), torch.tensor(True), torch.tensor([1 + 2j, float("nan")]),
+                               torch.ones(2, dtype=torch.float16), object(), print])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.tuples(inner, inner),
+                            st.dictionaries(st.text(max_size=2), inner, max_size=3)),
+    max_leaves=6)
+TOLERANCES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3), st.booleans(),
+                       st.none(), st.just("1e-6"))
+
+
+@settings(DERANDOMISED, max_examples=300)
+@given(name=st.one_of(st.text(max_size=8), st.none(), st.integers()), got=VALUES, expected=VALUES,
+       atol=TOLERANCES, rtol=TOLERANCES, explain=st.one_of(st.none(), st.text(max_size=8), st.integers()))
+def test_check_answers_a_verdict_or_names_the_authors_mistake(name, got, expected, atol, rtol, explain):
+    try:
+        with LENIENT:
+            result = check(name, got, expected, atol=atol, rtol=rtol, explain=explain)
+    except (TypeError, ValueError) as error:  # the notebook author's use of check(), named
+        assert str(error).startswith("check(")
+        return
+    assert isinstance(result, CheckResult)
+    assert result.message.startswith(("✓ ", "✗ ")) and "\n" not in result.message
+
+
+@settings(DERANDOMISED, max_examples=150)
+@given(got=VALUES, cases=st.one_of(st.lists(VALUES, max_size=3), VALUES))
+def test_check_with_cases_runs_the_function_or_names_the_authors_mistake(got, cases):
+    def learner(*args):
+        return got
+
+    def reference(*args):
+        return args[0] if args else None
+
+    try:
+        with LENIENT:
+            result = check("exercise", learner, reference, cases=cases)
+    except (TypeError, ValueError) as error:
+        assert str(error).startswith("check(")
+        return
+    assert isinstance(result, CheckResult)
+
+
+# ------------------------------------------------------------------ the one comparison engine
+
+
+@settings(DERANDOMISED, max_examples=300)
+@given(pairs=st.lists(st.tuples(FLOATS, FLOATS), min_size=1, max_size=8),
+       atol=st.floats(0, 1), rtol=st.floats(0, 1))
+def test_the_engine_agrees_with_torch_isclose(pairs, atol, rtol):
+    """torch.isclose(equal_nan=True) is the rule check() and the grader state; nobody here wrote it."""
+    actual = torch.tensor([a for a, _ in pairs], dtype=torch.float64)
+    expected = torch.tensor([e for _, e in pairs], dtype=torch.float64)
+    close = torch.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    assert torch.equal(outside_tolerance(actual, expected, atol, rtol), ~close)
+    gap = distance(actual, expected)
+    assert torch.equal(gap == 0, (actual == expected) | (actual.isnan() & expected.isnan()))
+
+
+def test_check_and_the_grader_accept_and_refuse_the_same_entries():
+    from labkit.grader.compare import _bad
+
+    inf, nan = float("inf"), float("nan")
+    expected = torch.tensor([[1.0, nan, inf, -inf, 2.0, nan]])
+    actual = torch.tensor([[1.00001, nan, inf, inf, nan, 0.0]])
+    grader = _bad(actual, expected, None, (1e-4, 1e-4))[0].tolist()
+    assert grader == [False, False, False, True, True, True]
+    for column, refused in enumerate(grader):
+        with LENIENT:
+            verdict = check("entry", actual[0, column:column + 1], expected[0, column:column + 1], atol=1e-4, rtol=1e-4)
+        assert verdict.passed is not refused
