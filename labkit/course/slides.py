@@ -135,6 +135,13 @@ def _unpack(wheel: Path, prefix: str, target: Path) -> None:
     partial.rename(target)
 
 
+def deck_name(notebook_path: Path, solutions: bool = True) -> str:
+    """The deck's file name: `NN_slug.slides.html` with the worked solutions, and
+    `NN_slug.no-solutions.slides.html` without them, so a lecture copy and the copy handed out after
+    it sit side by side."""
+    return f"{notebook_path.stem}{'' if solutions else '.no-solutions'}.slides.html"
+
+
 def write_slides(notebook_path: Path, out_dir: Path, root: Path, solutions: bool = True) -> Path:
     """Write `out_dir/<notebook>.slides.html` from the notebook's stored outputs; return its path.
     `solutions=False` leaves the worked solutions out of the deck."""
@@ -150,7 +157,7 @@ def write_slides(notebook_path: Path, out_dir: Path, root: Path, solutions: bool
     resources = {"metadata": {"name": notebook_path.stem}, "slide_width": WIDTH, "slide_height": HEIGHT,
                  "slides_css": Path(__file__).with_name("slides.css").read_text()}
     html, _ = exporter.from_notebook_node(deck, resources=resources)
-    target = out_dir / f"{notebook_path.stem}.slides.html"
+    target = out_dir / deck_name(notebook_path, solutions)
     target.write_text(html)
     return target
 
