@@ -601,7 +601,8 @@ def test_no_hint_says_so():
 def test_q_quits_with_the_score_so_far(stop):
     score, lines, script = run("b", stop, "never read")
     assert score == Score(1, 1, 3)
-    assert lines[-3:] == ["Stopped at question 2 of 3.", "", "Score: 1 of 3: 1 right, 0 wrong, 0 skipped, 2 not reached."]
+    assert lines[-3:] == ["Stopped at question 2 of 3.", "",
+                          "Score: 1 of 3: 1 right, 0 wrong, 0 skipped, 2 not reached."]
     assert script.answers == ["never read"]
 
 
@@ -609,7 +610,8 @@ def test_q_quits_with_the_score_so_far(stop):
 def test_end_of_input_and_ctrl_c_quit_cleanly(end):
     score, lines, _ = run("b", "s", end=end)
     assert score == Score(1, 1, 3, 1) and score.not_reached == 1
-    assert lines[-4:] == ["", "Stopped at question 3 of 3.", "", "Score: 1 of 3: 1 right, 0 wrong, 1 skipped, 1 not reached."]
+    assert lines[-4:] == ["", "Stopped at question 3 of 3.", "",
+                          "Score: 1 of 3: 1 right, 0 wrong, 1 skipped, 1 not reached."]
 
 
 def test_text_is_wrapped_to_the_width(monkeypatch):
