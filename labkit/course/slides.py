@@ -2,9 +2,11 @@
 
 `write_slides` turns `notebooks/NN_slug.ipynb`, with its stored outputs, into
 `outputs/slides/NN_slug.slides.html`, a 16:9 reveal.js deck the instructor opens in any browser.
-slide_deck.py decides what goes on which slide (a slide per heading, exercises with their
-solutions on the next slide or left out, the quiz a question per slide, long prose in the speaker
-notes); slides.css makes it fit (code wraps, and a tall cell scrolls; figures scale to the slide).
+`SOLUTIONS=0` (`solutions=False`) writes `outputs/slides/NN_slug.no-solutions.slides.html`, the same
+deck without the worked solutions, beside the full one. slide_deck.py decides what goes on which
+slide (every slide titled by its section, content packed to fit and cut where it does not, never
+scrolled; exercises with their solutions on the next slide or left out; the quiz a question per
+slide; prose a slide leaves out in the speaker notes); slides.css sets the sizes it counts on.
 Right arrow: next section; down arrow: next slide of the section; space: everything in order;
 `s`: the speaker view with the notes.
 
@@ -66,7 +68,7 @@ window.MathJax = {
 <script src="{{ resources.reveal.url_prefix }}/plugin/notes/notes.js"></script>
 <script>
 Reveal.initialize({
-  controls: true, progress: true, hash: true, slideNumber: "c/t", center: false, margin: 0.03,
+  controls: true, progress: true, hash: true, slideNumber: "c/t", center: false, margin: 0,
   transition: "none", width: {{ resources.slide_width }}, height: {{ resources.slide_height }},
   plugins: [RevealNotes]
 });

@@ -62,8 +62,9 @@ MEASURE = """([minText, shoot]) => {
       const hides = v => v !== 'visible';
       if ((el.scrollHeight > el.clientHeight + 1 && el.clientHeight > 0 && hides(style.overflowY))
           || (el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0 && hides(style.overflowX))) {
-        problems.push(`<${el.tagName.toLowerCase()}> shows ${el.clientWidth}x${el.clientHeight} of its `
-                      + `${el.scrollWidth}x${el.scrollHeight}: ${text(el)}`);
+        problems.push(`<${el.tagName.toLowerCase()} class="${el.className}"> shows `
+                      + `${el.clientWidth}x${el.clientHeight} of its ${el.scrollWidth}x${el.scrollHeight}: `
+                      + text(el));
         continue;
       }
       const box = el.getBoundingClientRect();
