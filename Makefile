@@ -101,7 +101,7 @@ portability: ## run notebooks as other machines would; list stored outputs that 
 student: setup ## write student copies, solutions removed (open them with: make lab DIR=outputs/student; FORCE=1 overwrites edits)
 	@$(CLI) student $(if $(FORCE),--force)
 
-slides: ## a module's notebook as offline 16:9 slides: make slides M=03 (outputs/slides/; SOLUTIONS=0 leaves them out)
+slides: ## a module's notebook as offline 16:9 slides: make slides M=03 (outputs/slides/NN_slug.slides.html; SOLUTIONS=0: NN_slug.no-solutions.slides.html)
 	@$(CHECK) slides "$(M)"
 	@$(MAKE) --no-print-directory setup
 	@$(CLI) slides "$(M)" $(if $(filter 0,$(SOLUTIONS)),--no-solutions)

@@ -14,9 +14,11 @@ the text under the maps lists the keys that query weighs most in each map shown,
 weights. (A static image has no hover, so the top keys are printed instead.)
 
 The weights are computed once per prompt (a forward pass with output_attentions=True); moving
-the menus and the slider only redraws. Every widget is an attribute (`prompt`, `layer`, `head`,
-`query`, `top_k`), so code and tests can drive it as a learner would; `figure` is the latest
-figure and `top_keys_text` the latest top-keys text.
+the menus and the slider only redraws, always from the latest state of the controls, whatever
+order their events arrive in (`redraw`), and the figure's title names the selection it shows.
+Every widget is an attribute (`prompt`, `layer`, `head`, `query`, `top_k`), so code and tests
+can drive it as a learner would; `figure` is the latest figure, `drawn_state` the state it was
+drawn from, and `top_keys_text` the latest top-keys text.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class AttentionExplorer(widgets.VBox):
         self.weights = self.labels = None  # [L, H, T, T] and T token labels of the current prompt
         super().__init__([self.prompt, widgets.HBox([self.layer, self.head, self.top_k]), self.query,
                           self.output, self.top_keys_html])
-        self._computing = False
+        self._computing = self._drawing = self._stale = False
+        self.drawn_state: tuple | None = None  # the state the figure on show was drawn from
         self._compute(query)
         self.prompt.observe(lambda change: self._compute(None), names="value")
         for control in (self.layer, self.head, self.query, self.top_k):
@@ -121,28 +124,58 @@ class AttentionExplorer(widgets.VBox):
 
     # ------------------------------------------------------------------------------ drawing
 
+    def state(self) -> tuple:
+        """What the figure shows: the prompt and every control's value."""
+        return (self.prompt.value, self.layer.value, self.head.value, self.query.value, self.top_k.value)
+
+    def title(self) -> str:
+        """The figure's title: the selection it shows, so that a figure can be checked against the
+        controls (and a stale one would be seen)."""
+        layer = "all layers" if self.layer.value == ALL else f"layer {self.layer.value}"
+        head = "all heads" if self.head.value == ALL else f"head {self.head.value}"
+        return f"{layer}, {head}: query {self.query.value} ({self.labels[self.query.value]}) outlined in red"
+
     def redraw(self) -> None:
+        """Draw the latest state. A change that arrives while a figure is being drawn (a front end
+        can deliver events in any order, and a slow figure lets several pile up) is not lost: the
+        figure is drawn again until the state it shows is the state of the controls."""
         if self._computing:
             return
+        if self._drawing:
+            self._stale = True  # the drawing in progress will see it and draw again
+            return
+        self._drawing = True
+        try:
+            while True:
+                self._stale = False
+                drawn = self.state()
+                self._draw()
+                if not self._stale and self.state() == drawn:
+                    break
+        finally:
+            self._drawing = False
+        self.drawn_state = drawn
+        self._show()
+
+    def _draw(self) -> None:
         maps, titles = self.selection()
         query = self.query.value
         self.top_keys_text = self._describe_query(maps, titles, query)
-        self.top_keys_html.value = f"<pre>{_escape(self.top_keys_text)}</pre>"
         if self.figure is not None:
             plt.close(self.figure)
         self.figure = show_heatmaps(maps, x_labels=self.labels, titles=titles if len(titles) > 1 else titles[0],
-                                    suptitle=f"query {query} ({self.labels[query]}) outlined in red")
+                                    suptitle=self.title())
         for ax in self.figure.axes:
             if ax.images:  # the maps, not the colour bar
                 ax.add_patch(Rectangle((-0.5, query - 0.5), len(self.labels), 1.0, fill=False,
                                        edgecolor="red", linewidth=1.5))
-        self._show()
 
     def _show(self) -> None:
         """Put the figure in the output area, written into the widget's state (interact.py says
         why); outside IPython (a script, a test) there is no output area to fill."""
         from IPython import get_ipython
 
+        self.top_keys_html.value = f"<pre>{_escape(self.top_keys_text)}</pre>"
         if get_ipython() is None:
             return
         show_in(self.output, self.figure)

@@ -52,18 +52,26 @@ from matplotlib.ticker import MaxNLocator
 
 __all__ = ["HeatmapFigure", "show_heatmaps"]
 
-# With more tokens than this on an axis, only every k-th token is labelled (about _THINNED_TICKS
-# labels in all): 100 labels on one axis are a grey wall, 25 can be read.
-_MAX_TICKS = 40
-_THINNED_TICKS = 25
+# Tick labels are set at one readable size and never shrink: when an axis has more tokens than
+# fit at that size, only every k-th token is labelled, so labels never overlap. Sizes in points.
+TICK_POINTS = 9.0
+_LABEL_PITCH = 1.35  # the room one label needs along its axis, in multiples of its font size
 
 # Default size of one map, in inches: this much per token, within bounds (tiny maps still get
 # room for their labels; long sequences do not grow without limit).
 _INCHES_PER_TOKEN = 0.3
 _MAP_INCHES = (2.4, 6.0)
-# A whole grid wider or taller than this shrinks its maps (to no less than _MIN_MAP_INCHES).
-_MAX_FIGURE_INCHES = 18.0
+# A whole grid wider than _MAX_FIGURE_WIDTH (what a notebook shows at full size, about 1000 pixels)
+# or taller than _MAX_FIGURE_HEIGHT shrinks its maps (to no less than _MIN_MAP_INCHES): a wider
+# figure is scaled down on the screen, and its labels with it.
+_MAX_FIGURE_WIDTH = 10.0
+_MAX_FIGURE_HEIGHT = 16.0
 _MIN_MAP_INCHES = 1.2
+# map_size beyond this many inches a side is a mistake (pixels or tokens given as inches), not a figure.
+_MAX_MAP_INCHES = 20.0
+# annotate=True: a number in every cell; beyond this many cells a side they cannot be read, and
+# drawing a million of them takes minutes.
+_MAX_ANNOTATED_CELLS = 40
 
 
 class HeatmapFigure(Figure):
@@ -167,6 +175,10 @@ def show_heatmaps(
         annotate = max(T, S) <= _AUTO_ANNOTATE_CELLS and min(width / S, height / T) >= _AUTO_ANNOTATE_INCHES
     elif not isinstance(annotate, bool):
         raise ValueError(f'annotate must be True, False or "auto", got {annotate!r}.')
+    elif annotate and max(T, S) > _MAX_ANNOTATED_CELLS:
+        raise ValueError(f"annotate=True writes a number in each of the {T} x {S} cells of a map: too many "
+                         f"to read (at most {_MAX_ANNOTATED_CELLS} a side). Use annotate=False, or show a "
+                         f"slice such as weights[..., :{_MAX_ANNOTATED_CELLS}, :{_MAX_ANNOTATED_CELLS}].")
     if annotate:
         _check_fmt(fmt)
     colormap = _colormap(cmap)
@@ -186,8 +198,8 @@ def show_heatmaps(
             ax = axes[r, c]
             image = ax.imshow(masked[r, c], cmap=colormap, norm=norm, aspect="auto",
                               interpolation="nearest")
-            _set_ticks(ax.xaxis, x_text, S, rotate=True)
-            _set_ticks(ax.yaxis, y_text, T, rotate=False)
+            _set_ticks(ax.xaxis, x_text, S, rotate=True, inches=width)
+            _set_ticks(ax.yaxis, y_text, T, rotate=False, inches=height)
             ax.tick_params(labelbottom=(r == rows - 1), labelleft=(c == 0))
             if r == rows - 1 and xlabel:
                 ax.set_xlabel(xlabel)
@@ -366,33 +378,38 @@ def _map_size(map_size: Any, T: int, S: int, rows: int, cols: int) -> tuple[floa
             raise ValueError(f"map_size must be a number of inches or (width, height), got {map_size!r}.") from None
         if not (width > 0 and height > 0 and math.isfinite(width) and math.isfinite(height)):
             raise ValueError(f"map_size must be positive, got {map_size!r}.")
+        if max(width, height) > _MAX_MAP_INCHES:
+            raise ValueError(f"map_size is in inches per map, at most {_MAX_MAP_INCHES:g}; got {map_size!r}. "
+                             "Leave it out for a size chosen from the number of tokens.")
         return width, height
     low, high = _MAP_INCHES
     width = min(max(_INCHES_PER_TOKEN * S + 0.6, low), high)
     height = min(max(_INCHES_PER_TOKEN * T + 0.6, low), high)
-    shrink = min(1.0, _MAX_FIGURE_INCHES / (cols * width), _MAX_FIGURE_INCHES / (rows * height))
+    shrink = min(1.0, _MAX_FIGURE_WIDTH / (cols * width), _MAX_FIGURE_HEIGHT / (rows * height))
     return max(width * shrink, _MIN_MAP_INCHES), max(height * shrink, _MIN_MAP_INCHES)
 
 
 # ----------------------------------------------------------------------------------- drawing
 
 
-def _set_ticks(axis: Any, labels: list[str] | None, count: int, rotate: bool) -> None:
-    """Token labels at the cells, every k-th one when there are many; positions without labels."""
+def _set_ticks(axis: Any, labels: list[str] | None, count: int, rotate: bool, inches: float) -> None:
+    """Token labels at the cells, at TICK_POINTS; every k-th one when they would not fit along the
+    `inches` of the axis (a label needs _LABEL_PITCH times its size, across its baseline, or its
+    width for upright labels side by side); positions without labels."""
     if labels is None:
         axis.set_major_locator(MaxNLocator(integer=True))
         return
-    step = 1 if count <= _MAX_TICKS else math.ceil(count / _THINNED_TICKS)
+    widest = max(len(text) for text in labels)
+    upright = rotate and widest <= 2  # single characters fit upright
+    pitch = TICK_POINTS * (_LABEL_PITCH if not upright else max(_LABEL_PITCH, 0.7 * widest + 0.6)) / 72
+    step = max(1, math.ceil(count / max(1, math.floor(inches / pitch))))
     positions = list(range(0, count, step))
-    shown = [labels[p] for p in positions]
-    size = 9 if len(positions) <= 20 else 7
-    axis.set_ticks(positions, shown, fontsize=size)
-    if rotate and max(len(t) for t in shown) > 2:  # single characters fit upright
+    axis.set_ticks(positions, [labels[p] for p in positions], fontsize=TICK_POINTS)
+    if rotate and not upright:
+        # slanted labels read better, but need more room between them than upright ones
+        slanted = inches * 72 / len(positions) >= 1.9 * TICK_POINTS
         for label in axis.get_ticklabels():
-            if len(positions) <= 16:
-                label.set(rotation=45, ha="right", rotation_mode="anchor")
-            else:
-                label.set(rotation=90)
+            label.set(rotation=45, ha="right", rotation_mode="anchor") if slanted else label.set(rotation=90)
 
 
 def _annotate(ax: Any, values: np.ndarray, colormap: Any, norm: Normalize, fmt: str,

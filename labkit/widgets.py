@@ -78,6 +78,8 @@ class Interactive(widgets.VBox):
         for name, control in self.controls.items():
             control.description = control.description or name
         self.out = widgets.Output()
+        self._running = self._stale = False
+        self.shown_values: dict[str, Any] | None = None  # the values the output on show was drawn from
         super().__init__([*self.controls.values(), self.out])
         self.add_class("widget-interact")
         self.update(raise_errors=True)
@@ -90,14 +92,32 @@ class Interactive(widgets.VBox):
     def update(self, raise_errors: bool = False) -> None:
         """Call the function with the controls' values and show what it displays and prints. A
         mistake in the function fails the cell the first time; later, moving a control shows the
-        error in the widget instead of losing it in a log."""
+        error in the widget instead of losing it in a log.
+
+        Always the latest values: a control that changes while the function runs (events can
+        arrive in any order, and faster than a figure draws) makes it run again, until what is
+        shown was drawn from the values the controls hold."""
+        if self._running:
+            self._stale = True  # the call in progress will see it and run again
+            return
+        self._running = True
         try:
-            self.out.outputs = tuple(_captured_outputs(lambda: self.function(**self.values())))
-        except Exception as error:
-            if raise_errors:
-                raise
-            self.out.outputs = ({"output_type": "stream", "name": "stderr",
-                                 "text": f"{type(error).__name__}: {error}\n"},)
+            while True:
+                self._stale = False
+                values = self.values()
+                try:
+                    outputs = tuple(_captured_outputs(lambda: self.function(**values)))
+                except Exception as error:
+                    if raise_errors:
+                        raise
+                    outputs = ({"output_type": "stream", "name": "stderr",
+                                "text": f"{type(error).__name__}: {error}\n"},)
+                if not self._stale and self.values() == values:
+                    break
+        finally:
+            self._running = False
+        self.shown_values = values
+        self.out.outputs = outputs
 
     def __repr__(self) -> str:
         values = ", ".join(f"{name}={value!r}" for name, value in self.values().items())

@@ -2,9 +2,11 @@
 
 `write_slides` turns `notebooks/NN_slug.ipynb`, with its stored outputs, into
 `outputs/slides/NN_slug.slides.html`, a 16:9 reveal.js deck the instructor opens in any browser.
-slide_deck.py decides what goes on which slide (a slide per heading, exercises with their
-solutions on the next slide or left out, the quiz a question per slide, long prose in the speaker
-notes); slides.css makes it fit (code wraps, and a tall cell scrolls; figures scale to the slide).
+`SOLUTIONS=0` (`solutions=False`) writes `outputs/slides/NN_slug.no-solutions.slides.html`, the same
+deck without the worked solutions, beside the full one. slide_deck.py decides what goes on which
+slide (every slide titled by its section, content packed to fit and cut where it does not, never
+scrolled; exercises with their solutions on the next slide or left out; the quiz a question per
+slide; prose a slide leaves out in the speaker notes); slides.css sets the sizes it counts on.
 Right arrow: next section; down arrow: next slide of the section; space: everything in order;
 `s`: the speaker view with the notes.
 
@@ -66,7 +68,7 @@ window.MathJax = {
 <script src="{{ resources.reveal.url_prefix }}/plugin/notes/notes.js"></script>
 <script>
 Reveal.initialize({
-  controls: true, progress: true, hash: true, slideNumber: "c/t", center: false, margin: 0.03,
+  controls: true, progress: true, hash: true, slideNumber: "c/t", center: false, margin: 0,
   transition: "none", width: {{ resources.slide_width }}, height: {{ resources.slide_height }},
   plugins: [RevealNotes]
 });
@@ -135,6 +137,13 @@ def _unpack(wheel: Path, prefix: str, target: Path) -> None:
     partial.rename(target)
 
 
+def deck_name(notebook_path: Path, solutions: bool = True) -> str:
+    """The deck's file name: `NN_slug.slides.html` with the worked solutions, and
+    `NN_slug.no-solutions.slides.html` without them, so a lecture copy and the copy handed out after
+    it sit side by side."""
+    return f"{notebook_path.stem}{'' if solutions else '.no-solutions'}.slides.html"
+
+
 def write_slides(notebook_path: Path, out_dir: Path, root: Path, solutions: bool = True) -> Path:
     """Write `out_dir/<notebook>.slides.html` from the notebook's stored outputs; return its path.
     `solutions=False` leaves the worked solutions out of the deck."""
@@ -150,7 +159,7 @@ def write_slides(notebook_path: Path, out_dir: Path, root: Path, solutions: bool
     resources = {"metadata": {"name": notebook_path.stem}, "slide_width": WIDTH, "slide_height": HEIGHT,
                  "slides_css": Path(__file__).with_name("slides.css").read_text()}
     html, _ = exporter.from_notebook_node(deck, resources=resources)
-    target = out_dir / f"{notebook_path.stem}.slides.html"
+    target = out_dir / deck_name(notebook_path, solutions)
     target.write_text(html)
     return target
 

@@ -37,8 +37,9 @@ def quiz_text(quiz: Quiz) -> str:
     return "\n".join(line.replace("\n", "\n   ") for line in lines)
 
 
-_INSTRUCTIONS = ("Type your answer and press Enter: a letter, letters such as A,C, or a number. "
-                 "? shows a hint, s or Enter skips, q quits.")
+# One instruction a line, so that wrapping never leaves a key ("?") stranded at a line's end.
+_INSTRUCTIONS = ("Answer with a letter (B), letters (A,C) or a number, then press Enter.\n"
+                 "Type ? for a hint; s or an empty line skips; q quits.")
 
 
 def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
@@ -92,8 +93,15 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
         say(outcome.message)
     score = Score(right, answered, total, skipped)
     say()
-    say(str(score))
+    say(final_score(score))
     return score
+
+
+def final_score(score: Score) -> str:
+    """The last line of a terminal quiz: right, wrong and skipped counted, and what was not reached."""
+    line = (f"Score: {score.right} of {score.total}: {score.right} right, {score.answered - score.right} wrong, "
+            f"{score.skipped} skipped")
+    return line + (f", {score.not_reached} not reached." if score.not_reached else ".")
 
 
 def _ask(question: Question, input_fn: Callable[[str], str], print_fn: Callable[..., None],

@@ -6,9 +6,10 @@ of the feedback all come from quiz.py, so the notebook and `make quiz M=NN` mark
     from labkit.quiz.widget import show_quiz
     show_quiz("01")          # or show_quiz("01_attention_basics"), a path, or a Quiz
 
-`show_quiz` also prints the questions as plain text (without answers): a notebook stored with its
-outputs and read without a kernel (on a code host, say) cannot draw widgets, but still shows the
-quiz. That text is deterministic, so strict nbval can compare it.
+`show_quiz` shows the quiz once: the widget, in one output that also holds the questions as text
+and HTML (without answers), which a notebook stored with its outputs and read without a kernel (on
+a code host, say) shows instead, since it cannot draw widgets. That text is deterministic, so strict
+nbval can compare it.
 """
 
 from __future__ import annotations
@@ -182,15 +183,22 @@ def resolve_quiz(source: Quiz | str | Path | int) -> Quiz:
 
 
 def show_quiz(source: Quiz | str | Path | int) -> None:
-    """Show a quiz in a notebook: the questions as plain text (what a reader without a kernel
-    sees), then the interactive widget. Returns None, so the cell does not display it twice."""
+    """Show a quiz in a notebook, once: one output holding the interactive widget, and the
+    questions as text and HTML (without answers) for a reader without a kernel. Returns None, so
+    the cell does not display it twice."""
     quiz = resolve_quiz(source)
-    print(quiz_text(quiz))
+    display(quiz_bundle(quiz, quiz_widget(quiz)), raw=True)
+
+
+def quiz_bundle(quiz: Quiz, widget: widgets.Widget) -> dict:
+    """One display bundle, three forms of the quiz: a front end with a kernel draws the widget (the
+    richest form it knows); one without (a code host, a notebook viewer) shows the HTML or the text,
+    which are deterministic, so strict nbval can compare the text."""
     number = re.match(r"(\d\d)_", quiz.module)
-    print()
-    print("Answer in the quiz widget below (it needs a running kernel)"
-          + (f", or in a terminal: make quiz M={number.group(1)}" if number else "") + ".")
-    bundle = quiz_widget(quiz)._repr_mimebundle_()
-    # The widget's own text/plain is its repr, which can change with ipywidgets; nbval compares it.
-    bundle["text/plain"] = f"[quiz widget: {quiz.title}]"
-    display(bundle, raw=True)
+    where = ("Answer in the quiz widget (it needs a running kernel)"
+             + (f", or in a terminal: make quiz M={number.group(1)}" if number else "") + ".")
+    text = f"{quiz_text(quiz)}\n\n{where}"
+    bundle = widget._repr_mimebundle_()
+    bundle["text/plain"] = text
+    bundle["text/html"] = f"<pre>{html.escape(text, quote=False)}</pre>"
+    return bundle

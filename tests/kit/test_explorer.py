@@ -141,3 +141,54 @@ explorer
     areas = [m["state"].get("outputs", []) for m in state.values() if m["model_name"] == "OutputModel"]
     (outputs,) = [a for a in areas if a]  # one output area, holding the latest figure only
     assert len(outputs) == 1 and "image/png" in outputs[0]["data"]
+
+
+# ------------------------------------------------------------------------ events in any order
+
+
+def shown_selection(explorer):
+    """What the figure on show says it is, and the maps it holds: (suptitle, map titles)."""
+    return explorer.figure._suptitle.get_text(), [ax.get_title() for ax in maps(explorer)]
+
+
+def expected_selection(explorer):
+    layers = range(2) if explorer.layer.value == "all" else [explorer.layer.value]
+    heads = range(4) if explorer.head.value == "all" else [explorer.head.value]
+    titles = [f"layer {l}, head {h}" for l in layers for h in heads]
+    return explorer.title(), titles if len(titles) > 1 else [titles[0]]
+
+
+@pytest.mark.parametrize("changes", [
+    [("layer", "all"), ("head", "all")],
+    [("head", "all"), ("layer", "all")],
+    [("layer", 1), ("head", 3), ("layer", "all"), ("query", 2), ("head", "all")],
+])
+def test_changes_that_arrive_while_a_figure_is_drawn_are_never_lost(model, monkeypatch, changes):
+    """A front end may deliver a control's change while the figure of an earlier one is still being
+    drawn (the learner moves the menus faster than the figure draws). Here every change after the
+    first arrives in the middle of a drawing; the figure on show must end as the controls say."""
+    import labkit.explorer as explorer_module
+
+    explorer = explore(model, ByteTokenizer(), prompt=PROMPT, layer=0, head=2)
+    pending = list(changes[1:])
+    draw = explorer_module.show_heatmaps
+
+    def slow_draw(*args, **kwargs):
+        if pending:  # the next event arrives now, mid-draw
+            name, value = pending.pop(0)
+            getattr(explorer, name).value = value
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(explorer_module, "show_heatmaps", slow_draw)
+    name, value = changes[0]
+    getattr(explorer, name).value = value
+    assert not pending
+    assert explorer.drawn_state == explorer.state()
+    assert shown_selection(explorer) == expected_selection(explorer)
+    query = explorer.query.value
+    weights = weights_of(model, PROMPT)
+    for ax, title in zip(maps(explorer), shown_selection(explorer)[1]):
+        layer, head = (int(word.strip(",")) for word in title.split()[1::2])
+        torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array().data), weights[layer, head].double())
+        (outline,) = [p for p in ax.patches if isinstance(p, Rectangle)]
+        assert outline.get_y() == pytest.approx(query - 0.5)

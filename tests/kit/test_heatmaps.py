@@ -170,7 +170,7 @@ def test_many_tokens_get_thinned_labels():
     shown = shown_x(ax)
     assert 10 <= len(shown) <= 40
     assert shown[0] == "t0" and set(shown) <= set(tokens)
-    assert len(shown_x(maps(show_heatmaps(torch.rand(40, 40), x_labels=tokens[:40]))[0])) == 40
+    assert len(shown_x(maps(show_heatmaps(torch.rand(30, 30), x_labels=tokens[:30]))[0])) == 30
 
 
 def test_default_titles():
@@ -259,9 +259,41 @@ def test_default_size_grows_with_tokens_within_bounds():
     tiny = show_heatmaps(torch.rand(2, 2)).get_size_inches()
     medium = show_heatmaps(torch.rand(12, 12)).get_size_inches()
     huge = show_heatmaps(torch.rand(500, 500)).get_size_inches()
-    assert tiny[0] < medium[0] < huge[0] <= 10
+    assert tiny[0] < medium[0] < huge[0] <= 12
     grid = show_heatmaps(torch.rand(8, 8, 6, 6)).get_size_inches()
-    assert grid[0] <= 22 and grid[1] <= 22
+    assert grid[0] <= 12 + 8 * 0.3 and grid[1] <= 22, "about as wide as a notebook shows at full size"
+
+
+def label_boxes(fig):
+    """Every visible tick label's font size and its box on the drawn figure."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in maps(fig):
+        for axis in (ax.xaxis, ax.yaxis):
+            for label in axis.get_ticklabels():
+                if label.get_visible() and label.get_text():
+                    found.append((axis, label.get_fontsize(), label.get_window_extent(renderer)))
+    return found
+
+
+@pytest.mark.parametrize("weights, count, size", [
+    (torch.rand(2, 4, 40, 40), 40, None),   # 09: a grid of layers x heads
+    (torch.rand(3, 4, 12, 12), 12, 2.4),    # 04: rows of eight-head comparisons at map_size=2.4
+    (torch.rand(8, 16, 16), 16, None),      # a row of eight heads
+    (torch.rand(300, 300), 300, None),
+])
+def test_tick_labels_stay_readable_and_never_overlap(weights, count, size):
+    tokens = [f"tok{i}" for i in range(count)]
+    fig = show_heatmaps(weights, x_labels=tokens, map_size=size)
+    boxes = label_boxes(fig)
+    assert boxes and min(points for _, points, _ in boxes) >= 9
+    for axis in {id(a): a for a, _, _ in boxes}.values():
+        mine = sorted((box for a, _, box in boxes if a is axis), key=lambda b: (b.x0, b.y0))
+        for before, after in zip(mine, mine[1:]):
+            assert not before.overlaps(after), f"two tick labels overlap: {before} and {after}"
+    # the figure is shown at full size in a notebook, so 9 points stay 9 points on the screen
+    assert fig.get_size_inches()[0] <= 12.5
 
 
 # ------------------------------------------------------------------------------------- errors
@@ -331,6 +363,20 @@ def test_bad_drawing_options():
         show_heatmaps(torch.rand(2, 2), map_size=(2, 0))
     with pytest.raises(ValueError, match="map_size must be a number of inches or"):
         show_heatmaps(torch.rand(2, 2), map_size="big")
+    with pytest.raises(ValueError, match=r"map_size is in inches per map, at most 20; got 100000.0"):
+        show_heatmaps(torch.rand(2, 2), map_size=1e5)
+
+
+def test_a_large_map_is_drawn_quickly_and_refuses_a_number_per_cell():
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"annotate=True writes a number in each of the 1000 x 1000 cells"):
+        show_heatmaps(torch.rand(1000, 1000), annotate=True)
+    fig = show_heatmaps(torch.rand(1000, 1000), x_labels=[str(i) for i in range(1000)])
+    fig.canvas.draw()
+    assert not maps(fig)[0].texts, "annotate='auto' leaves a large map without numbers"
+    assert time.perf_counter() - start < 30, "a 1000 x 1000 map must not hang"
 
 
 # ---------------------------------------------------------------------------------- notebooks

@@ -540,8 +540,8 @@ HEADER = [
     "Attention basics",
     "================",
     "Five minutes on scores and softmax.",
-    "Type your answer and press Enter: a letter, letters such as A,C, or a number. ? shows a hint, s",
-    "or Enter skips, q quits.",
+    "Answer with a letter (B), letters (A,C) or a number, then press Enter.",
+    "Type ? for a hint; s or an empty line skips; q quits.",
 ]
 
 
@@ -574,7 +574,7 @@ def test_the_runner_grades_re_prompts_hints_and_skips():
         "(a number; unit: parameters)",
         "Skipped.",
         "",
-        "Score: 1 of 3 (1 skipped)",
+        "Score: 1 of 3: 1 right, 1 wrong, 1 skipped.",
     ]
     assert script.prompts == ["Your answer: "] * 5
 
@@ -582,14 +582,14 @@ def test_the_runner_grades_re_prompts_hints_and_skips():
 def test_all_right_scores_without_notes():
     score, lines, _ = run("B", "a,c", "786_432 parameters")
     assert score == Score(3, 3, 3) and score.not_reached == 0
-    assert lines[-1] == str(score) == "Score: 3 of 3"
+    assert lines[-1] == "Score: 3 of 3: 3 right, 0 wrong, 0 skipped."
 
 
 def test_a_wrong_numeric_answer_is_graded_not_re_asked():
     score, lines, _ = run("s", "s", "25_829_888")
     assert score == Score(0, 1, 3, 2)
     assert "Not quite: you answered 25,829,888. The answer is 786,432 parameters." in lines
-    assert lines[-1] == "Score: 0 of 3 (2 skipped)"
+    assert lines[-1] == "Score: 0 of 3: 0 right, 1 wrong, 2 skipped."
 
 
 def test_no_hint_says_so():
@@ -601,7 +601,8 @@ def test_no_hint_says_so():
 def test_q_quits_with_the_score_so_far(stop):
     score, lines, script = run("b", stop, "never read")
     assert score == Score(1, 1, 3)
-    assert lines[-3:] == ["Stopped at question 2 of 3.", "", "Score: 1 of 3 (2 not reached)"]
+    assert lines[-3:] == ["Stopped at question 2 of 3.", "",
+                          "Score: 1 of 3: 1 right, 0 wrong, 0 skipped, 2 not reached."]
     assert script.answers == ["never read"]
 
 
@@ -609,7 +610,8 @@ def test_q_quits_with_the_score_so_far(stop):
 def test_end_of_input_and_ctrl_c_quit_cleanly(end):
     score, lines, _ = run("b", "s", end=end)
     assert score == Score(1, 1, 3, 1) and score.not_reached == 1
-    assert lines[-4:] == ["", "Stopped at question 3 of 3.", "", "Score: 1 of 3 (1 skipped, 1 not reached)"]
+    assert lines[-4:] == ["", "Stopped at question 3 of 3.", "",
+                          "Score: 1 of 3: 1 right, 0 wrong, 1 skipped, 1 not reached."]
 
 
 def test_text_is_wrapped_to_the_width(monkeypatch):

@@ -3,14 +3,26 @@ How the slides look in a browser is tests/kit/test_slides_browser.py's job."""
 
 from __future__ import annotations
 
+import ast
+import base64
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from labkit.course.slide_deck import BODY_LINES, block_lines, deck_notebook, markdown_blocks, solution_source
-from labkit.course.slides import remote_urls, write_slides
+from labkit.course.slide_deck import (
+    SLIDE_HEIGHT,
+    SLIDE_WIDTH,
+    block_height,
+    code_height,
+    deck_notebook,
+    markdown_blocks,
+    solution_source,
+    split_code,
+    title_height,
+)
+from labkit.course.slides import deck_name, remote_urls, write_slides
 from labkit.course.student import BEGIN, END, PLACEHOLDER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +35,24 @@ def kinds(deck):
             for cell in deck.cells]
 
 
-def test_a_heading_anywhere_in_a_cell_starts_a_slide():
+def slides_of(deck):
+    """The deck as slides: each a list of its cells (notes included), split where a slide starts."""
+    slides = []
+    for cell in deck.cells:
+        if cell.metadata.slideshow["slide_type"] in ("slide", "subslide") or not slides:
+            slides.append([])
+        slides[-1].append(cell)
+    return slides
+
+
+def test_every_slide_is_titled_by_its_section_and_a_heading_anywhere_starts_one():
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Title\nintro"),
         nbformat.v4.new_code_cell("x = 1"),
         nbformat.v4.new_markdown_cell("text before\n\n## Part two\nmore\n\n### A detail\n\ndetail text"),
     ])
     deck = deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT)
-    assert kinds(deck) == [("slide", "# Title"), ("subslide", "x = 1"), ("subslide", "text before"),
+    assert kinds(deck) == [("slide", "## Title"), ("-", "x = 1"), ("-", "text before"),
                            ("slide", "## Part two"), ("subslide", "### A detail")]
     assert "slideshow" not in notebook.cells[0].metadata, "the notebook itself is not changed"
     assert len({cell.id for cell in deck.cells}) == len(deck.cells)
@@ -41,31 +63,77 @@ def test_a_heading_inside_fenced_code_or_a_formula_is_not_a_heading():
     assert markdown_blocks(source) == ["## Real", "```python\n# a comment\nx = 1\n\ny = 2\n```", "$$\na\n\nb\n$$"]
 
 
-def test_prose_that_does_not_fit_goes_to_the_speaker_notes_and_a_long_list_continues():
+def slide_height(slide):
+    """What slide_deck estimates for a slide: its title and every piece on it."""
+    title = slide[0].source.splitlines()[0].lstrip("# ")
+    height = title_height(title)
+    for cell in slide:
+        kind = cell.metadata.slideshow["slide_type"]
+        if kind in ("notes", "fragment"):
+            continue
+        if cell.cell_type == "markdown":
+            height += sum(block_height(b) for b in markdown_blocks(cell.source) if not b.startswith("#"))
+        elif cell.source:
+            height += code_height(cell.source)
+    return height
+
+
+def test_prose_that_does_not_fit_goes_to_the_notes_and_a_long_list_continues_titled():
     paragraph = "Words " * 120
     items = "\n".join(f"- item {i} " + "x" * 150 for i in range(12))
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell(f"## Topic\n\n{paragraph}\n\n{paragraph}\n\n{paragraph}\n\n{items}")])
     deck = deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT)
-    slide_kinds = [kind for kind, _ in kinds(deck)]
-    assert "notes" in slide_kinds, "long prose is kept for the speaker"
-    assert [first for kind, first in kinds(deck) if kind == "subslide"][0] == "#### Topic (continued)"
-    for cell in deck.cells:
-        if cell.metadata.slideshow["slide_type"] != "notes":
-            assert sum(block_lines(b) for b in markdown_blocks(cell.source)) <= BODY_LINES + 0.01
+    slides = slides_of(deck)
+    assert any(cell.metadata.slideshow["slide_type"] == "notes" for cell in deck.cells), "prose kept for the speaker"
+    titles = [slide[0].source.splitlines()[0] for slide in slides]
+    assert titles == [f"{'##' if k == 1 else '###'} Topic ({k}/{len(slides)})" for k in range(1, len(slides) + 1)]
+    for slide in slides:
+        assert slide_height(slide) <= SLIDE_HEIGHT + 0.01
     shown = "".join(cell.source for cell in deck.cells)
     assert shown.count("item") == 12 and shown.count("Words") == 360, "nothing is lost"
+
+
+def test_long_code_is_cut_at_statement_boundaries_and_its_figure_fits_the_slide():
+    body = "\n".join(f"    y{i} = x + {i}  # step {i}" for i in range(20))
+    source = "\n\n".join(f"def f{n}(x):\n{body}\n    return x" for n in range(3))
+    png = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452") + (1600).to_bytes(4, "big")
+                           + (1400).to_bytes(4, "big") + b"\0" * 40).decode()
+    figure = nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"})
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## Code"),
+                                               nbformat.v4.new_code_cell(source, outputs=[figure])])
+    deck = deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT)
+    parts = [cell.source for cell in deck.cells if cell.cell_type == "code" and cell.source]
+    assert len(parts) > 1 and "\n".join(parts).replace("\n\n", "\n") == source.replace("\n\n", "\n")
+    for part in parts:
+        ast.parse(part)  # whole functions: cut at the top level, where that fills a slide well
+        assert code_height(part) <= SLIDE_HEIGHT
+    long_body = f"def g(x):\n{body}\n{body}\n{body}\n    return x"
+    inner = split_code(long_body, 400)
+    assert len(inner) > 1 and all(code_height(part) <= 400 for part in inner)
+    starts = [line.strip() for line in long_body.splitlines()]
+    assert all(part.splitlines()[0].strip() in starts for part in inner), "cut where a statement starts"
+    (shown,) = [cell for cell in deck.cells if cell.get("outputs")]
+    size = shown.outputs[0].metadata["image/png"]
+    assert size["width"] <= SLIDE_WIDTH and size["height"] <= SLIDE_HEIGHT and size["width"] / size["height"] == \
+        pytest.approx(1600 / 1400, rel=0.01)
+    assert shown.metadata["transient"] == {"remove_source": True}, "the figure's slide shows the figure alone"
+    assert split_code("x = 1\ny = 2", 10_000) == ["x = 1\ny = 2"]
 
 
 def test_an_exercise_is_shown_as_set_and_its_solution_follows_or_is_left_out():
     source = f"def f(x):\n    {BEGIN}\n    return x + 1\n    {END}"
     notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("### Exercise 1\n\nWrite f."),
         nbformat.v4.new_code_cell(source, metadata={"tags": ["solution"], "jupyter": {"source_hidden": True}}),
         nbformat.v4.new_code_cell("check(...)")])
     with_solution = deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT)
-    assert PLACEHOLDER in with_solution.cells[0].source and "x + 1" not in with_solution.cells[0].source
-    assert kinds(with_solution)[1:3] == [("subslide", "#### Solution: `f`"), ("-", "def f(x):")]
-    assert with_solution.cells[2].source == solution_source(source) == "def f(x):\n    return x + 1"
+    slides = slides_of(with_solution)
+    exercise, solution = slides[0], slides[1]
+    assert exercise[0].source.startswith("### Exercise 1\n\nWrite f.") and PLACEHOLDER in exercise[1].source
+    assert "x + 1" not in "".join(cell.source for cell in exercise), "the exercise and its prose on one slide"
+    assert solution[0].source == "### Solution: `f`"
+    assert solution[1].source == solution_source(source) == "def f(x):\n    return x + 1"
     without = deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT, solutions=False)
     assert "x + 1" not in "".join(cell.source for cell in without.cells)
 
@@ -76,11 +144,12 @@ def test_the_quiz_is_a_slide_per_question_with_its_answer_a_fragment():
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('show_quiz("06")')])
     deck = deck_notebook(notebook, NOTEBOOKS / "06_rope.ipynb", OUT)
     questions = resolve_quiz("06").questions
-    slides = [c for c in deck.cells if c.metadata.slideshow["slide_type"] in ("slide", "subslide")]
+    slides = slides_of(deck)
     assert len(slides) == len(questions)
-    for slide, question in zip(slides, questions):
-        answer = deck.cells[deck.cells.index(slide) + 1]
-        assert question.question in slide.source
+    for number, (slide, question) in enumerate(zip(slides, questions), 1):
+        assert slide[0].source.splitlines()[0].endswith(f"Quiz: question {number} of {len(questions)}")
+        assert question.question in slide[0].source
+        answer = slide[1]
         assert answer.metadata.slideshow["slide_type"] == "fragment" and question.answer_text() in answer.source
 
 
@@ -95,7 +164,7 @@ def test_links_work_from_the_deck_folder_and_widgets_lose_their_live_output():
     assert "(../../modules/06_rope/README.md#ideas)" in deck.cells[0].source
     assert "(https://arxiv.org/abs/2104.09864)" in deck.cells[0].source and "(#quiz)" in deck.cells[0].source
     assert (OUT / "../../modules/06_rope/README.md").resolve().is_file()
-    assert deck.cells[1].outputs == []
+    assert not [cell for cell in deck.cells if cell.get("outputs")]
 
 
 def test_remote_urls_counts_loads_not_links():
@@ -113,7 +182,8 @@ def deck(tmp_path_factory):
 
 def test_the_deck_is_offline_and_its_assets_exist(deck):
     out, path, html = deck
-    assert path.name == "06_rope.slides.html"
+    assert path.name == "06_rope.slides.html" == deck_name(NOTEBOOKS / "06_rope.ipynb")
+    assert deck_name(NOTEBOOKS / "06_rope.ipynb", solutions=False) == "06_rope.no-solutions.slides.html"
     assert remote_urls(html) == [], "the slides must load nothing from the network"
     local = re.findall(r"""<(?:script|link)\b[^>]*(?:src|href)="([^"?]+)""", html)
     assert {"assets/reveal.js/dist/reveal.js", "assets/reveal.js/dist/reveal.css",
