@@ -20,6 +20,7 @@ UPSTREAM_COMMITS = {
     "1279a616": "2026-01-13, the causal mask aligned to the last T keys; SDPA only without a cache",
     "101d7df2": "2026-03-24, '[update] minimind-3': hidden 768, 4 KV heads of 96, q/k RMSNorm",
     "dddedc68": "2026-05-07, the newest change to the file: MiniMind-3's defaults unchanged",
+    "d65ef2c0": "2026-08-21, the repository's newest commit: model_minimind.py as at dddedc68",
 }
 POINTS_UPSTREAM = re.compile(r"jingyaogong|model_minimind\.py|\bupstream\b", re.IGNORECASE)
 GUIDES = sorted((ROOT / "modules").glob("*/README.md"))
