@@ -22,7 +22,6 @@ UPSTREAM_COMMITS = {
     "c090b69c": "2026-01-15, the loss computed in forward; the last change before minimind-3",
     "101d7df2": "2026-03-24, '[update] minimind-3': hidden 768, 4 KV heads of 96, q/k RMSNorm",
     "dddedc68": "2026-05-07, the newest change to the file: MiniMind-3's defaults unchanged",
-    "d65ef2c0": "2026-08-21, the repository's newest commit: model_minimind.py as at dddedc68",
 }
 POINTS_UPSTREAM = re.compile(r"jingyaogong|model_minimind\.py|\bupstream\b", re.IGNORECASE)
 GUIDES = sorted((ROOT / "modules").glob("*/README.md"))
