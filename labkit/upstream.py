@@ -21,8 +21,9 @@ The padding path (every commit above): a batch with a pad goes to the explicit p
 `(1.0 - attention_mask) * -1e9` to the scores. `1.0 - attention_mask` of an integer mask is float32,
 and what that sum becomes depends on how it is written:
 
-- up to c090b69c, the last change before the release, `scores = scores + mask`: float16 scores plus a float32 tensor is a float32
-  tensor, where -1e9 is finite; the causal mask, added the same way at 9d898576, promotes too;
+- up to c090b69c, the last change before the release, `scores = scores + mask`: float16 scores
+  plus a float32 tensor is a float32 tensor, where -1e9 is finite; the causal mask, added the same
+  way at 9d898576, promotes too;
 - from 101d7df2 (the minimind-3 release) to dddedc68 and the newest commit, `scores += mask`: an
   in-place add keeps the scores' dtype, and -1e9 rounded to float16 (largest magnitude 65504) is
   -inf. A left-padded pad query sees pads only (the causal mask hides the rest), its row is all
