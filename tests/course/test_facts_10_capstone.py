@@ -116,7 +116,7 @@ def test_notebook_prose_numbers(markdown, ladder_order):
     flops, missed = ladder_order
     assert "every stage before the whole model costs under a tenth of it" in markdown
     assert max(flops[:WHOLE]) < flops[WHOLE] / 10
-    assert "It would also miss two of them outright" in markdown and len(missed) == 2
+    assert "It would also miss two of the forward mistakes outright" in markdown and len(missed) == 2
     assert "(within 1e-4)" in markdown and TOLERANCE[torch.float32][0] == 1e-4
 
 
