@@ -30,8 +30,8 @@ import math
 import matplotlib.pyplot as plt
 
 from labkit import Experiment, float_in, int_in, print_table
+from labkit.roofline import BYTES_PER_ELEMENT, attention_steps, standard_elements
 
-BYTES_PER_ELEMENT = 2  # fp16 / bf16, as on the GPU
 HBM_BYTES_PER_S = 1.5e12  # A100 HBM: 1.5-2.0 TB/s (FlashAttention paper, section 2.1)
 MATMUL_FLOPS_PER_S = 312e12  # A100 FP16/BF16 matmul (FlashAttention-2 paper, section 3.1)
 OTHER_FLOPS_PER_S = 19.5e12  # A100 FP32, everything but matmul: exp, max, sums (same section)
@@ -47,21 +47,16 @@ def add_arguments(parser):
 
 
 def standard_accesses(n: int, d: int) -> int:
-    """HBM elements read or written by Algorithm 0: 4Nd + 4N^2."""
-    line1 = 2 * n * d + n * n  # read Q, K; write S
-    line2 = 2 * n * n  # read S; write P
-    line3 = n * n + n * d + n * d  # read P, V; write O
-    return line1 + line2 + line3
+    """HBM elements read or written by Algorithm 0: 4Nd + 4N^2 (labkit.roofline counts each line)."""
+    return standard_elements(n, n, d)
 
 
 def standard_steps(n: int, d: int) -> dict[str, tuple[int, int, float]]:
     """Algorithm 0's three lines, each a kernel of its own: (operations, HBM elements read + written,
     the A100's rate for those operations). They add up to standard_accesses."""
-    return {
-        "S = Q K^T": (2 * n * n * d, 2 * n * d + n * n, MATMUL_FLOPS_PER_S),
-        "P = softmax(S)": (5 * n * n, 2 * n * n, OTHER_FLOPS_PER_S),  # about 5 per score: max, -, exp, +, /
-        "O = P V": (2 * n * n * d, n * n + 2 * n * d, MATMUL_FLOPS_PER_S),
-    }
+    rates = {"S = Q K^T": MATMUL_FLOPS_PER_S, "P = softmax(S)": OTHER_FLOPS_PER_S, "O = P V": MATMUL_FLOPS_PER_S}
+    return {line: (operations, elements, rates[line])
+            for line, (operations, elements) in attention_steps(n, n, d).items()}
 
 
 def flops_per_byte(n: int, d: int) -> float:

@@ -1,13 +1,15 @@
 """The grader catches every known mistake at the stage that adds the step it breaks, and names it,
 whatever the random weights and inputs; the reference passes every stage.
 
-The grader (labkit/grader) runs ten stages, cheapest first: one head without positions, all heads,
-grouped key/value heads, RoPE, the causal mask, a padded batch (float32, then float16), a prefill
-then cached decoding, several tokens after a cache, q/k norm, and the whole model against
-transformers' twins. Each entry of its catalogue is minimind_ref's attention with exactly one
-mistake planted (labkit/grader/catalogue.py). This script grades every planted mistake with
-several seeds (each seed draws other weights and other inputs), counts which stage catches it and
-whether the grader names it, and draws the counts: one row per mistake, one column per stage.
+The grader (labkit/grader) runs eleven stages. Ten check the forward pass, cheapest first: one head
+without positions, all heads, grouped key/value heads, RoPE, the causal mask, a padded batch
+(float32, then float16), a prefill then cached decoding, several tokens after a cache, q/k norm,
+and the whole model against transformers' twins; the eleventh checks the backward pass, the
+gradients of one layer with respect to its input and its weights. Each entry of its catalogue is
+minimind_ref's attention with exactly one mistake planted (labkit/grader/catalogue.py). This
+script grades every planted mistake with several seeds (each seed draws other weights and other
+inputs), counts which stage catches it and whether the grader names it, and draws the counts: one
+row per mistake, one column per stage.
 
 Why it matters: a mistake that only some inputs reveal, or that another mistake's signature could
 explain, would make the grader's word unreliable; here every mistake lands on one stage, every
@@ -70,7 +72,7 @@ def main(argv=None):
     busy = sorted({stage_number(LADDER[col]) for col in range(len(LADDER)) if counts[:, col].any()})
     exp.claim(len(busy) == len(LADDER), f"each of the {len(LADDER)} stages is the first to catch at least one mistake")
 
-    fig, ax = plt.subplots(figsize=(8, 6.5))
+    fig, ax = plt.subplots(figsize=(8.5, 7.5))
     ax.imshow(counts.numpy(), cmap="Blues", vmin=0, vmax=len(seeds), aspect="auto")
     for (row, col), n in zip(counts.nonzero().tolist(), counts[counts > 0].tolist()):
         ax.text(col, row, str(n), ha="center", va="center", color="white", fontsize=9)

@@ -1,13 +1,13 @@
 """Cheapest first is what makes the grader precise: each early stage costs under a tenth of the
-whole-model check, the whole-model check alone misses two known mistakes and reports the others
-as the same symptom whatever step is wrong, and with two mistakes at once only the ladder still
-names one.
+whole-model check, the whole-model check alone misses two known forward mistakes (and, being a
+forward check, every backward one) and reports the others as the same symptom whatever step is
+wrong, and with two mistakes at once only the ladder still names one.
 
 Three measurements on the catalogue of labkit/grader:
 
 - cost: the floating-point operations of each stage, counted by torch's FlopCounterMode on the
   reference layer (an operation count, the same on every machine);
-- the last stage alone: every planted mistake is run through stage 10 only (logits of a padded
+- the whole-model stage alone: every planted mistake is run through stage 10 only (logits of a padded
   batch and greedy generation against transformers' twins), and we record whether it fails and
   where its first difference lies;
 - two mistakes planted together (a class that inherits both planted steps): the ladder stops at
@@ -73,7 +73,8 @@ def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments)
     seed = exp.args.seed
     flops = stage_flops(seed)
-    last = flops[-1]
+    whole = stage_number(STAGE["whole_model"]) - 1  # the last forward stage; the backward one follows
+    last = flops[whole]
     print_table(["stage", "floating-point operations", "share of stage 10"],
                 [[f"{i + 1}. {s.title}", f, f / last] for i, (s, f) in enumerate(zip(LADDER, flops))],
                 ["", ",d", ".3f"])
@@ -81,13 +82,13 @@ def main(argv=None):
 
     episodes, reference = model_episodes(seed), run_model(None, seed)
     at_end = {m.key: run_model(m.plant, seed) for m in CATALOGUE}
-    rows, missed, starts, shares = [], [], set(), []
+    rows, missed, missed_backward, starts, shares = [], [], [], set(), []
     for mistake in CATALOGUE:
         difference = first_difference(at_end[mistake.key], reference, episodes, None)
         ladder_stage = stage_number(STAGE[mistake.stage])
         cost = sum(flops[:ladder_stage])
         if difference is None:
-            missed.append(mistake.title)
+            (missed_backward if mistake.stage == "backward" else missed).append(mistake.title)
             seen = "passes"
         elif difference.quantity == "logits":
             starts.add((difference.where["batch"], difference.where["query"]))
@@ -113,14 +114,20 @@ def main(argv=None):
     print_table(["two mistakes", "ladder stops at", "ladder names", "stage 10 alone matches"], pair_rows)
     print()
 
-    exp.claim(max(flops[:-1]) < last / 10,
-              f"each of stages 1 to 9 costs under a tenth of stage 10 (at most {max(flops[:-1]) / last:.3f} of it)")
-    early = [sum(flops[:stage_number(STAGE[m.stage])]) / last for m in CATALOGUE if m.stage != "whole_model"]
+    exp.claim(max(flops[:whole]) < last / 10,
+              f"each of stages 1 to 9 costs under a tenth of stage 10 (at most {max(flops[:whole]) / last:.3f} of it)")
+    early = [sum(flops[:stage_number(STAGE[m.stage])]) / last for m in CATALOGUE
+             if m.stage not in ("whole_model", "backward")]
     exp.claim(max(early) < 0.5, f"the ladder catches each mistake of stages 1 to 9 for under half the cost of "
                                 f"stage 10 alone (at most {max(early):.2f} of it)")
     exp.claim(len(missed) == 2 and {"-1e9 filled in float16", "no causal mask after a cache"} == set(missed),
-              f"stage 10 alone misses {len(missed)} mistakes: {', '.join(missed)} (no float16, no multi-token step)")
-    caught_at_end = len(CATALOGUE) - len(missed)
+              f"stage 10 alone misses {len(missed)} forward mistakes: {', '.join(missed)} "
+              f"(no float16, no multi-token step)")
+    backward = [m.title for m in CATALOGUE if m.stage == "backward"]
+    exp.claim(len(backward) >= 2 and missed_backward == backward,
+              f"stage 10 alone misses all {len(backward)} backward mistakes too (their forward is right); "
+              f"stage 11, which catches them, costs {flops[-1] / last:.2f} of stage 10 on its own")
+    caught_at_end = len(CATALOGUE) - len(missed) - len(missed_backward)
     median = sorted(shares)[len(shares) // 2]
     exp.claim(len(shares) >= caught_at_end // 2 and all(position <= 1 for _, position in starts) and median > 0.5,
               f"{len(shares)} of the {caught_at_end} mistakes stage 10 alone catches show as logits that differ from "

@@ -176,6 +176,34 @@ class OneCacheSlot(SteppedAttention):
         return cache.update(0, k, v)
 
 
+# -- the backward pass: each forward below is right, its gradients are not -----------------------
+
+class DetachedKeys(SteppedAttention):
+    def scores(self, q, k):
+        return (q @ k.detach().transpose(-2, -1)) / self.head_dim ** 0.5
+
+
+class SoftmaxSumDetached(SteppedAttention):
+    def softmax(self, scores, visible):
+        shifted = torch.exp(scores.float() - scores.float().amax(dim=-1, keepdim=True))
+        weights = (shifted / shifted.sum(dim=-1, keepdim=True).detach()).type_as(scores)
+        return weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
+
+
+class ScaledUnderNoGrad(SteppedAttention):
+    def scores(self, q, k):
+        scores = q @ k.transpose(-2, -1)
+        with torch.no_grad():  # "the scale is a constant, autograd need not see it"
+            scores /= self.head_dim ** 0.5
+        return scores
+
+
+class SoftmaxZeroedInPlace(SteppedAttention):
+    def softmax(self, scores, visible):
+        weights = torch.softmax(scores.float(), dim=-1).type_as(scores)
+        return weights.masked_fill_(~visible.any(dim=-1, keepdim=True), 0.0)
+
+
 CATALOGUE: tuple[Mistake, ...] = (
     Mistake("unscaled", "scores not scaled", "The scores q·k are not divided by sqrt(d): the softmax "
             "comes out too sharp; divide by sqrt(head_dim).", "01_attention_basics", "one_head", UnscaledScores),
@@ -237,6 +265,22 @@ CATALOGUE: tuple[Mistake, ...] = (
     Mistake("one_cache_slot", "every layer writes cache slot 0", "The layer passes 0 instead of its "
             "own layer_idx to past_key_values.update, so all layers pile their keys into one slot: "
             "each layer passes self.layer_idx.", "07_kv_cache", "whole_model", OneCacheSlot),
+    Mistake("detached_keys", "keys detached from the graph", "The keys are detached before the scores "
+            "(k.detach()), which leaves the forward unchanged but cuts every gradient through them, so k_proj "
+            "and k_norm never learn: detach nothing inside a layer that is trained.", "10_capstone", "backward",
+            DetachedKeys),
+    Mistake("softmax_sum_detached", "softmax normaliser detached", "A softmax written by hand divides by a "
+            "detached row sum, which gives the right weights but drops the sum's share of their gradient, "
+            "so q and k get wrong gradients: use torch.softmax, or keep the sum in the graph.", "10_capstone",
+            "backward", SoftmaxSumDetached),
+    Mistake("scaled_under_no_grad", "scale applied in place under no_grad", "The scores are divided by "
+            "sqrt(d) in place inside torch.no_grad(), which autograd does not record, so the forward is right "
+            "and the gradients of q and k are sqrt(d) times too large: scale out of place, with autograd on.",
+            "10_capstone", "backward", ScaledUnderNoGrad),
+    Mistake("softmax_zeroed_in_place", "softmax output changed in place", "Empty rows are zeroed with "
+            "masked_fill_ on the softmax's own output, which its backward needs, so the forward is right and "
+            "the backward raises: use the out-of-place masked_fill.", "10_capstone", "backward",
+            SoftmaxZeroedInPlace),
 )
 
 BY_KEY = {mistake.key: mistake for mistake in CATALOGUE}

@@ -4,7 +4,9 @@
 call) and places the first difference as finely as the results allow: in the attention weights
 (batch, query, head, key), else in the heads joined before `o_proj` (batch, query, head), else in
 the output (batch, query). "First" means the earliest query position, then the lowest head and
-key. `same_behaviour` says whether two runs agree everywhere, errors included: that is how a
+key. In the backward stage the gradients come next, in the order the backward pass reaches them
+(`GRADIENT_ORDER`: o_proj first, the input x last), each placed by head, row and column.
+`same_behaviour` says whether two runs agree everywhere, errors included: that is how a
 failing output is matched to an entry of the catalogue.
 """
 
@@ -23,7 +25,8 @@ class Difference:
     episode: str
     layer: int  # -1: the whole model
     call: str
-    quantity: str  # "attention weights", "heads before o_proj", "output", "logits", "tokens", or "error"
+    quantity: str  # "attention weights", "heads before o_proj", "output", "logits", "tokens", "error",
+    # or "gradient of NAME" (NAME: x or a parameter)
     where: dict  # batch, query (absolute position), head, key, as far as known
     expected: float | None = None
     actual: float | None = None
@@ -72,6 +75,57 @@ def _place(bad: torch.Tensor, layout: str, call: Call | None, head_dim: int | No
     return where, (b, q, c)
 
 
+# The order the backward pass computes them in: from the output back to the input.
+GRADIENT_ORDER = ("o_proj.weight", "v_proj.weight", "q_norm.weight", "k_norm.weight", "q_proj.weight",
+                  "k_proj.weight", "x")
+
+
+def _place_gradient(bad: torch.Tensor, name: str, head_dim: int | None) -> tuple[dict, tuple]:
+    """Where the first bad entry of a gradient is: a position for x, a head, row and column for a weight."""
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    if name == "x":  # [B, T, C]
+        return {"batch": index[0], "query": index[1], "channel": index[2]}, index
+    if bad.dim() == 1:  # a norm's gain, [D]
+        return {"dimension": index[0]}, index
+    row, column = index  # nn.Linear's weight: [out_features, in_features]
+    if name == "o_proj.weight" and head_dim:  # its inputs are the heads joined
+        return {"row": row, "head": column // head_dim, "column": column}, index
+    if head_dim:  # q, k, v: each output row belongs to one head
+        return {"head": row // head_dim, "row": row, "column": column}, index
+    return {"row": row, "column": column}, index
+
+
+def compare_gradients(actual: dict, expected: dict, tolerance, head_dim: int | None, base: dict) -> Difference | None:
+    """The first gradient, in the backward pass's order, that is missing or differs."""
+    order = [n for n in GRADIENT_ORDER if n in expected] + sorted(set(expected) - set(GRADIENT_ORDER))
+    largest, found = {}, None
+    for name in order:
+        got, want = actual.get(name), expected[name]
+        quantity = f"gradient of {name}"
+        if want is None:
+            continue
+        if got is None:
+            if found is None:
+                found = Difference(**base, quantity=quantity, where={}, error=(
+                    f"{name} receives no gradient: the output does not depend on it in the autograd graph "
+                    f"(a .detach(), .data or torch.no_grad() cuts the path from {name} to the output)"))
+            continue
+        if got.shape != want.shape:
+            if found is None:
+                found = Difference(**base, quantity=quantity, where={},
+                                   error=f"the {quantity} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+            continue
+        bad = _bad(got, want, None, tolerance)
+        largest[quantity] = _largest(got, want, None)
+        if bad.any() and found is None:
+            where, index = _place_gradient(bad, name, head_dim)
+            found = Difference(**base, quantity=quantity, where=where, expected=want[index].item(),
+                               actual=got[index].item())
+    if found is not None:
+        found.largest = largest
+    return found
+
+
 def compare_outcome(actual: Outcome, expected: Outcome, call: Call | None, dtype, head_dim: int | None,
                     episode: str, layer: int, label: str) -> Difference | None:
     """The first difference between one call's results, or None when they agree."""
@@ -101,6 +155,10 @@ def compare_outcome(actual: Outcome, expected: Outcome, call: Call | None, dtype
             where, index = _place(bad, layout, call, head_dim)
             found = Difference(**base, quantity=quantity, where=where, expected=want[index].item(),
                                actual=got[index].item())
+    if found is None and expected.grads is not None:
+        if actual.grads is None:
+            return Difference(**base, quantity="gradients", where={}, error="no gradients were computed")
+        return compare_gradients(actual.grads, expected.grads, tolerance, head_dim, base)
     if found is not None:
         found.largest = largest
     return found
@@ -162,7 +220,15 @@ def same_behaviour(first: Records, second: Records, episodes: list[Episode]) -> 
                 return False
             continue
         dtype = episodes[key[0]].dtype
-        for x, y in ((a.out, b.out), (a.weights, b.weights)):
+        if (a.grads is None) != (b.grads is None) or (a.grads is not None and a.grads.keys() != b.grads.keys()):
+            return False
+        pairs = [(a.out, b.out), (a.weights, b.weights)]
+        for name in (a.grads or {}):
+            x, y = a.grads[name], b.grads[name]
+            if (x is None) != (y is None):  # one path cut, the other not
+                return False
+            pairs.append((x, y))
+        for x, y in pairs:
             if x is None or y is None:
                 continue
             if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.shape != y.shape:

@@ -154,8 +154,9 @@ def _where(difference: Difference) -> str:
     if difference.layer >= 0:
         parts.append(f"layer {difference.layer}")
     labels = {"batch": "sequence", "query": "query position", "head": "head", "key": "key position",
-              "channel": "channel", "token": "the logit of token id", "generated": "generated token"}
-    if difference.quantity == "logits":
+              "channel": "channel", "token": "the logit of token id", "generated": "generated token",
+              "row": "row", "column": "column", "dimension": "dimension"}
+    if difference.quantity in ("logits", "gradient of x"):
         labels["query"] = "position"
     parts += [f"{labels[k]} {v}" for k, v in difference.where.items()]
     return ", ".join(parts)
@@ -168,7 +169,8 @@ def format_report(report: GradeReport) -> str:
                 f"write it, then grade it again.")
     if report.passed:
         return (f"✓ {report.name}: right. It passes all {len(report.passed_stages)} stages of the ladder, from "
-                f"one head without positions to whole-model logits and greedy generation equal to transformers' twins.")
+                f"one head without positions to whole-model logits and greedy generation equal to transformers' twins, "
+                f"and gradients equal to the reference's.")
     stage, difference = report.stage, report.difference
     number = stage_number(stage)
     lines = [f"✗ {report.name}: not yet — stage {number} of {total}, {stage.title}, fails."]

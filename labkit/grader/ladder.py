@@ -1,5 +1,6 @@
-"""The grader's ladder: ten stages, cheapest first, each adding one thing to the ones before.
+"""The grader's ladder: eleven stages, each adding one thing to the ones before.
 
+Stages 1 to 10 check the forward pass, cheapest first; stage 11 checks the backward pass.
 Stages 1 to 9 test one attention layer at a time. Each layer of a small random MiniMind (hidden 64,
 two layers; `labkit.random_minimind`) and the learner's layer built for the same place, with the
 same weights loaded strictly, get the same inputs: hidden states, RoPE angles, a mask, a KV cache
@@ -7,6 +8,10 @@ of their own. Their outputs are compared three ways, so that a difference can be
 attention weights (batch, head, query, key), the heads joined just before `o_proj` (batch, query,
 head) and the output (batch, query). Stage 10 swaps the learner's layer into every block of the
 model and compares the logits and greedy generation with transformers' Llama and Qwen3 twins.
+Stage 11 trains: one layer's gradients with respect to its input and every weight, for a fixed
+upstream gradient, compared with the reference's (`Outcome.grads`). It comes last because only a
+layer whose forward is right everywhere has gradients worth comparing: what differs there is the
+backward alone (a `.detach()`, an in-place change that autograd cannot see or cannot undo).
 
 A stage is data (`Stage`): its title, what it adds, the config it changes, and the episodes it runs
 (`Episode`: a dtype and a list of calls that share each layer's cache). `run_stage` returns what
@@ -47,6 +52,7 @@ class Call:
     cached: bool = False
     first_position: int = 0  # the absolute position of the first query (after a cache: its length)
     real: torch.Tensor | None = None  # [B, T] bool: rows to compare (pad queries are not read)
+    grad_output: torch.Tensor | None = None  # [B, T, C]: set in stage 11, the gradient fed to the output
 
 
 @dataclass
@@ -119,6 +125,14 @@ def _padded(config, generator):
             Episode("the same batch in float16", [copy.copy(call)], torch.float16)]
 
 
+def _backward(config, generator):
+    """One causal call whose output receives a fixed random gradient, as in a training step."""
+    cos, sin = _angles(config, torch.arange(6))
+    x = _hidden(config, 2, 6, generator)
+    call = Call("6 tokens, then the backward pass", x, cos, sin, grad_output=torch.randn(x.shape, generator=generator))
+    return [Episode("one call, causal, output times a random gradient, backward", [call])]
+
+
 def _cached(prefill: int, steps: list[int]):
     """A prefill of `prefill` tokens into the cache, then steps of the given sizes, each seeing it all."""
     def episodes(config, generator):
@@ -156,6 +170,9 @@ LADDER: tuple[Stage, ...] = (
           "with the cache", "02_qkv", dict(qk_norm=True), _cached(5, [1, 2])),
     Stage("whole_model", "the whole model", "the layer in every block: logits of a padded batch and greedy "
           "generation, against transformers' Llama (qk_norm off) and Qwen3 (on)", "10_capstone"),
+    Stage("backward", "the backward pass", "training: the gradients of the layer's output with respect to "
+          "its input x and to every weight, on a causal batch with q/k norm on", "10_capstone",
+          dict(qk_norm=True), _backward),
 )
 
 STAGE = {stage.key: stage for stage in LADDER}
@@ -183,6 +200,7 @@ class Outcome:
     out: torch.Tensor
     weights: torch.Tensor | None
     merged: torch.Tensor | None  # the heads joined, as o_proj receives them
+    grads: dict[str, torch.Tensor | None] | None = None  # stage 11: "x" and each weight -> its gradient
 
 
 # (episode index, layer or -1 for the whole model, call label) -> what the call gave
@@ -206,16 +224,40 @@ def build_layer(cls: type, config: mm.MiniMindConfig, reference: nn.Module, laye
 def _call(layer: nn.Module, call: Call, cache, dtype) -> Outcome:
     merged = []
     projection = getattr(layer, "o_proj", None)
-    hook = projection.register_forward_hook(lambda module, args, out: merged.append(args[0])) \
+    hook = projection.register_forward_hook(lambda module, args, out: merged.append(args[0].detach())) \
         if isinstance(projection, nn.Module) else None
+    backward = call.grad_output is not None
+    x = call.x.to(dtype).detach().requires_grad_(backward)
     try:
-        with torch.no_grad():
-            result = layer(call.x.to(dtype), (call.cos, call.sin), call.attn_mask, cache if call.cached else None, True)
+        with torch.set_grad_enabled(backward):
+            result = layer(x, (call.cos, call.sin), call.attn_mask, cache if call.cached else None, True)
     finally:
         if hook is not None:
             hook.remove()
     out, weights = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
-    return Outcome(out, weights if isinstance(weights, torch.Tensor) else None, merged[0] if merged else None)
+    grads = gradients(layer, x, out, call.grad_output.to(dtype)) if backward else None
+    weights = weights.detach() if isinstance(weights, torch.Tensor) else None
+    return Outcome(out.detach() if isinstance(out, torch.Tensor) else out, weights, merged[0] if merged else None,
+                   grads)
+
+
+class BackwardError(RuntimeError):
+    """The backward pass cannot run: the output is cut from the graph, or autograd refuses."""
+
+
+def gradients(layer: nn.Module, x: torch.Tensor, out: torch.Tensor, grad_output: torch.Tensor) -> dict:
+    """d(sum(out * grad_output)) with respect to x and each parameter; None for one the output
+    does not depend on (a detached path)."""
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        raise BackwardError("the output does not require grad: the whole forward is cut from the autograd graph "
+                         "(a .detach(), .data or torch.no_grad() on the way to the output)")
+    names, parameters = zip(*layer.named_parameters())
+    try:
+        found = torch.autograd.grad(out, (x, *parameters), grad_output, allow_unused=True)
+    except RuntimeError as error:  # autograd's own words, without its hint about anomaly detection
+        raise BackwardError(f"the backward pass raises {type(error).__name__}: "
+                            f"{str(error).split(' Hint:')[0]}") from None
+    return dict(zip(("x", *names), found))
 
 
 def run_stage(cls: type, stage: Stage, seed: int = 0) -> Records:

@@ -25,14 +25,18 @@ def ladder_order():
     exp2 = load_experiment("10", "exp2_ladder_order")
     flops = exp2.stage_flops(0)
     episodes, reference = model_episodes(0), run_model(None, 0)
-    missed = [m.title for m in CATALOGUE if first_difference(run_model(m.plant, 0), reference, episodes, None) is None]
+    forward = [m for m in CATALOGUE if m.stage != "backward"]  # stage 10 cannot see a backward mistake
+    missed = [m.title for m in forward if first_difference(run_model(m.plant, 0), reference, episodes, None) is None]
     return flops, missed
+
+
+WHOLE = stage_number(STAGE["whole_model"]) - 1  # stage 10's index: the stages before it are the cheap ones
 
 
 def ladder_cost(mistake) -> float:
     """What catching `mistake` on the ladder costs, as a share of stage 10 run alone (exp2's measure)."""
     flops, _ = ladder_order()
-    return sum(flops[:stage_number(STAGE[mistake.stage])]) / flops[-1]
+    return sum(flops[:stage_number(STAGE[mistake.stage])]) / flops[WHOLE]
 
 
 # ---------------------------------------------------------------------------- sizes
@@ -113,7 +117,7 @@ def stage8_steps():
 @fact
 def early_stages_cost_under_a_tenth():
     flops, _ = ladder_order()
-    return max(flops[:-1]) < flops[-1] / 10
+    return max(flops[:WHOLE]) < flops[WHOLE] / 10
 
 
 @fact
@@ -127,7 +131,7 @@ def stage10_alone_misses():
 @fact
 def ladder_catches_early_mistakes_for_under_half():
     """Every mistake of stages 1 to 9 costs under half of stage 10 alone to catch on the ladder."""
-    return max(ladder_cost(m) for m in CATALOGUE if m.stage != "whole_model") < 0.5
+    return max(ladder_cost(m) for m in CATALOGUE if m.stage not in ("whole_model", "backward")) < 0.5
 
 
 @fact

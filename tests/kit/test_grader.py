@@ -17,6 +17,7 @@ from torch import nn
 import minimind_ref as mm
 from labkit.grader import BY_KEY, CATALOGUE, LADDER, STAGE, GraderUsageError, SteppedAttention, grade, stage_number
 from labkit.grader.__main__ import main
+from labkit.grader.ladder import run_stage
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,8 +29,9 @@ def test_the_reference_passes_every_stage(cls, capsys):
     assert capsys.readouterr().out.startswith(f"✓ {cls.__name__}: right. It passes all {len(LADDER)} stages")
 
 
-def test_the_ladder_runs_cheapest_first_and_ends_with_the_whole_model():
-    assert len(LADDER) == 10 and LADDER[-1].key == "whole_model" and LADDER[0].key == "one_head"
+def test_the_ladder_checks_the_forward_cheapest_first_then_the_backward():
+    assert len(LADDER) == 11 and LADDER[0].key == "one_head"
+    assert LADDER[-2].key == "whole_model" and LADDER[-1].key == "backward"  # gradients once the forward is right
     heads = [s.make_config().num_attention_heads for s in LADDER[:3]]
     assert heads == [1, 4, 4] and LADDER[2].make_config().num_key_value_heads == 2
     assert LADDER[8].make_config().qk_norm and not any(s.make_config().qk_norm for s in LADDER[:8])
@@ -165,7 +167,7 @@ def test_the_command_line_runs_as_a_module(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     result = subprocess.run([sys.executable, "-m", "labkit.grader", str(path)], capture_output=True, text=True,
                             env=env, cwd=tmp_path, timeout=120)
-    assert result.returncode == 1 and "stage 3 of 10, grouped key/value heads, fails" in result.stdout
+    assert result.returncode == 1 and f"stage 3 of {len(LADDER)}, grouped key/value heads, fails" in result.stdout
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -184,3 +186,69 @@ def test_half_precision_is_what_exposes_the_minus_billion_fill():
     assert torch.finfo(torch.float16).max < 1e9 < torch.finfo(torch.float32).max
     report = grade(BY_KEY["minus_billion_fp16"].plant, quiet=True)
     assert report.difference.episode == "the same batch in float16" and "Half" in report.difference.error
+
+
+# -- the backward pass (stage 11): a right forward with a wrong backward ---------------------------
+
+BACKWARD = [m for m in CATALOGUE if m.stage == "backward"]
+
+
+def test_at_least_two_mistakes_have_a_right_forward_and_a_wrong_backward():
+    assert {"detached_keys", "scaled_under_no_grad", "softmax_zeroed_in_place"} <= {m.key for m in BACKWARD}
+    forward = tuple(s for s in LADDER if s.key != "backward")
+    for mistake in BACKWARD:  # every forward stage passes, the whole model included
+        assert grade(mistake.plant, quiet=True, stages=forward).passed, mistake.key
+
+
+def test_a_detached_path_is_named_by_the_weight_that_gets_no_gradient():
+    difference = grade(BY_KEY["detached_keys"].plant, quiet=True).difference
+    # the backward pass reaches k_norm (after k_proj in the forward) first
+    assert difference.quantity == "gradient of k_norm.weight" and "receives no gradient" in difference.error
+
+
+def test_a_scale_hidden_from_autograd_multiplies_the_query_and_key_gradients_by_sqrt_d():
+    report = grade(BY_KEY["scaled_under_no_grad"].plant, quiet=True)
+    difference, head_dim = report.difference, report.stage.make_config().head_dim
+    assert difference.quantity == "gradient of q_norm.weight" and difference.where == {"dimension": 0}
+    assert difference.actual / difference.expected == pytest.approx(head_dim ** 0.5, rel=1e-4)
+    # o_proj and v_proj do not pass through the scores: their gradients are right
+    assert difference.largest["gradient of o_proj.weight"] < 1e-5
+    assert difference.largest["gradient of v_proj.weight"] < 1e-5
+    assert "in the gradient of q_norm.weight: layer 0, dimension 0" in str(report)
+    # every gradient through the scores is exactly sqrt(D) times the reference's, the others are right
+    planted, reference = (run_stage(cls, report.stage) for cls in (BY_KEY["scaled_under_no_grad"].plant, mm.Attention))
+    through_scores = ("q_norm.weight", "k_norm.weight", "q_proj.weight", "k_proj.weight")
+    for key, want in reference.items():
+        for name, grad in want.grads.items():
+            factor = head_dim ** 0.5 if name in through_scores else 1
+            if name != "x":
+                torch.testing.assert_close(planted[key].grads[name], grad * factor, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_an_in_place_change_autograd_needs_is_an_error_in_the_backward():
+    difference = grade(BY_KEY["softmax_zeroed_in_place"].plant, quiet=True).difference
+    assert difference.quantity == "error" and "the backward pass raises RuntimeError" in difference.error
+    assert "modified by an inplace operation" in difference.error and "Hint" not in difference.error
+
+
+def test_a_wrong_weight_gradient_is_placed_by_head_row_and_column():
+    class HalfValueGradient(SteppedAttention):  # a straight-through: same value, half the gradient
+        def merge_heads(self, out):
+            return super().merge_heads(out * 0.5 + (out * 0.5).detach())
+
+    report = grade(HalfValueGradient, quiet=True)
+    difference = report.difference
+    assert report.stage.key == "backward" and report.matches == []
+    assert difference.quantity == "gradient of v_proj.weight"  # o_proj's gradient sees the value, not the path
+    assert set(difference.where) == {"head", "row", "column"} and difference.where["head"] == 0
+    assert difference.actual == pytest.approx(difference.expected / 2, rel=1e-4)
+
+
+def test_an_output_cut_from_the_graph_is_named():
+    class Frozen(SteppedAttention):
+        def forward(self, *args):
+            out, weights = super().forward(*args)
+            return out.detach(), weights
+
+    report = grade(Frozen, quiet=True)
+    assert report.stage.key == "backward" and "the output does not require grad" in report.difference.error

@@ -1,0 +1,90 @@
+"""Roofline arithmetic for attention: the operations it does, the bytes it moves, and the chips.
+
+A kernel's arithmetic intensity is its floating-point operations per byte of memory (HBM) traffic.
+A chip's ridge point is its peak FLOP/s over its memory bandwidth: a kernel below the ridge waits
+on memory, one above it on arithmetic. Module 08 uses it twice: for the FlashAttention paper's
+count of standard attention over N queries and keys (experiments/08_flash/exp4_io_counts.py), and
+for one decoding step, a single query row against a KV cache of S keys (notebook 08).
+
+`attention_steps(T, S, D, group)` counts the paper's Algorithm 0 (standard attention) for T queries
+over S keys of width D, one kernel per line: S = Q K^T, P = softmax(S), O = P V, each as (operations,
+elements read + written). `group` query heads share one key/value head (grouped-query attention) and
+read it once. With T = S = N and group 1 the total is the paper's 4Nd + 4N^2 elements.
+`fused_accesses` is what a kernel that never writes the scores (FlashAttention) must still move:
+every input read once, the output written once.
+
+`CHIPS`: peak dense BF16 tensor-core FLOP/s, HBM bandwidth and streaming multiprocessors of today's
+data-centre GPUs, from NVIDIA's datasheets and architecture whitepapers (cited, not computed; the
+datasheets print BF16 "with sparsity", twice the dense rate, and say so in a footnote).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BYTES_PER_ELEMENT = 2  # bf16 / fp16, as on the GPU
+SOFTMAX_OPS_PER_SCORE = 5  # max, subtract, exp, sum, divide: on the vector units, not the tensor cores
+
+
+@dataclass(frozen=True)
+class Chip:
+    name: str
+    bf16_flops_sparse: float  # the datasheet's BF16 tensor-core figure, "with sparsity"
+    hbm_bytes_per_s: float
+    sms: int  # streaming multiprocessors: how many thread blocks run at once, one per SM at least
+    source: str
+
+    @property
+    def bf16_flops(self) -> float:
+        """Dense BF16 tensor-core FLOP/s: half the sparse figure (the datasheets' footnote)."""
+        return self.bf16_flops_sparse / 2
+
+    @property
+    def ridge(self) -> float:
+        """FLOPs per byte a kernel needs to keep the tensor cores busy rather than wait on memory."""
+        return self.bf16_flops / self.hbm_bytes_per_s
+
+
+A100_DATASHEET = ("https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+                  "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
+H100_DATASHEET = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
+H200_DATASHEET = "https://resources.nvidia.com/en-us-data-center-overview-mc/en-us-data-center-overview/hpc-datasheet-sc23-h200"
+
+CHIPS: tuple[Chip, ...] = (
+    # BF16 624 TFLOPS with sparsity (312 dense), 80GB SXM: 2,039 GB/s; 108 SMs (A100 whitepaper)
+    Chip("A100 SXM 80GB", 624e12, 2.039e12, 108, A100_DATASHEET),
+    # BF16 1,979 TFLOPS with sparsity, 3.35 TB/s; 132 SMs (H100 whitepaper, SXM5)
+    Chip("H100 SXM", 1979e12, 3.35e12, 132, H100_DATASHEET),
+    # the same GH100 compute, 141 GB of HBM3e at 4.8 TB/s
+    Chip("H200 SXM", 1979e12, 4.8e12, 132, H200_DATASHEET),
+)
+
+
+def attention_steps(query_len: int, key_len: int, head_dim: int, group: int = 1) -> dict[str, tuple[int, int]]:
+    """Algorithm 0, one kernel per line, for one key/value head and the `group` query heads that
+    share it: {line: (operations, HBM elements read + written)}."""
+    t, s, d, g = query_len, key_len, head_dim, group
+    return {
+        "S = Q K^T": (2 * g * t * s * d, g * t * d + s * d + g * t * s),  # read Q, K; write S
+        "P = softmax(S)": (SOFTMAX_OPS_PER_SCORE * g * t * s, 2 * g * t * s),  # read S; write P
+        "O = P V": (2 * g * t * s * d, g * t * s + s * d + g * t * d),  # read P, V; write O
+    }
+
+
+def matmul_flops(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
+    """The tensor-core work of attention: Q K^T and P V, 4 T S D per query head."""
+    return 4 * group * query_len * key_len * head_dim
+
+
+def standard_elements(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
+    return sum(elements for _, elements in attention_steps(query_len, key_len, head_dim, group).values())
+
+
+def fused_accesses(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
+    """HBM elements a kernel that keeps the scores on chip must move: Q, K, V in, O out."""
+    return 2 * group * query_len * head_dim + 2 * key_len * head_dim
+
+
+def intensity(flops: float, elements: float) -> float:
+    """FLOPs per byte moved."""
+    return flops / (elements * BYTES_PER_ELEMENT)

@@ -1,0 +1,105 @@
+"""Module 08's decode-time facts (issue 25): one query row against a cache of S keys, its arithmetic
+intensity for MiniMind2's and MiniMind-3's shapes, and the chips' ridge points, from labkit.roofline.
+
+The chips' peak FLOP/s, bandwidth and SM counts are the vendors' (NVIDIA's datasheets and
+whitepapers, addresses in labkit/roofline.py): cited, not computed. What is derived from them is
+a fact here. (A file of its own beside 08_flash.py: the facts loader reads every file here.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import minimind_ref as mm
+from facts import fact
+from labkit.roofline import CHIPS, fused_accesses, intensity, matmul_flops, standard_elements
+
+CACHE_LENGTH = 32768  # MiniMind's max_position_embeddings: the longest cache its RoPE table allows
+BY_NAME = {chip.name.split()[0]: chip for chip in CHIPS}
+SHAPES = {"MiniMind2": mm.MiniMindConfig(), "MiniMind-3": mm.MiniMindConfig.minimind3()}
+
+
+def group(config: mm.MiniMindConfig) -> int:
+    return config.num_attention_heads // config.num_key_value_heads
+
+
+def decode_intensity(config: mm.MiniMindConfig, fused: bool = True) -> float:
+    d, g = config.head_dim, group(config)
+    elements = (fused_accesses if fused else standard_elements)(1, CACHE_LENGTH, d, g)
+    return intensity(matmul_flops(1, CACHE_LENGTH, d, g), elements)
+
+
+@fact
+def decode_cache_length():
+    assert CACHE_LENGTH == mm.MiniMindConfig().max_position_embeddings
+    assert CACHE_LENGTH == mm.MiniMindConfig.minimind3().max_position_embeddings
+    return CACHE_LENGTH
+
+
+@fact
+def decode_intensity_minimind2():
+    config = SHAPES["MiniMind2"]
+    assert (config.head_dim, config.num_attention_heads, config.num_key_value_heads) == (64, 8, 2)
+    return decode_intensity(config)
+
+
+@fact
+def decode_intensity_minimind3():
+    config = SHAPES["MiniMind-3"]
+    assert (config.head_dim, config.num_attention_heads, config.num_key_value_heads) == (96, 8, 4)
+    return decode_intensity(config)
+
+
+@fact
+def decode_intensity_unfused():
+    return decode_intensity(SHAPES["MiniMind2"], fused=False), decode_intensity(SHAPES["MiniMind-3"], fused=False)
+
+
+@fact
+def ridge_a100():
+    return BY_NAME["A100"].ridge
+
+
+@fact
+def ridge_h100():
+    return BY_NAME["H100"].ridge
+
+
+@fact
+def ridge_h200():
+    return BY_NAME["H200"].ridge
+
+
+@fact
+def decode_below_ridge_factor():
+    """The lowest ridge over the highest decode intensity, rounded down: memory-bound by at least this."""
+    factor = min(chip.ridge for chip in CHIPS) / max(decode_intensity(c) for c in SHAPES.values())
+    return math.floor(factor)
+
+
+@fact
+def decode_step_minimind2_h100():
+    """MiB of keys and values one step reads over all layers (bf16), the layers, and the time to read
+    them and to do the arithmetic on an H100, in microseconds."""
+    config, chip = SHAPES["MiniMind2"], BY_NAME["H100"]
+    layers_kv = config.num_hidden_layers * config.num_key_value_heads
+    cache_bytes = layers_kv * fused_accesses(1, CACHE_LENGTH, config.head_dim, group(config)) * 2
+    flops = layers_kv * matmul_flops(1, CACHE_LENGTH, config.head_dim, group(config))
+    return (cache_bytes / 2 ** 20, config.num_hidden_layers, cache_bytes / chip.hbm_bytes_per_s * 1e6,
+            flops / chip.bf16_flops * 1e6)
+
+
+@fact
+def decode_blocks_h100():
+    """Batch 1: one thread block per (sequence, head); the share of the H100's SMs they occupy, in %."""
+    blocks, chip = SHAPES["MiniMind2"].num_attention_heads, BY_NAME["H100"]
+    assert blocks == SHAPES["MiniMind-3"].num_attention_heads
+    return blocks, chip.sms, 100 * blocks / chip.sms
+
+
+@fact
+def flash_decoding_chunks_h100():
+    """Key chunks per head that give every SM of an H100 a block, and the blocks that makes."""
+    blocks, chip = SHAPES["MiniMind2"].num_attention_heads, BY_NAME["H100"]
+    chunks = math.ceil(chip.sms / blocks)
+    return chunks, blocks * chunks
