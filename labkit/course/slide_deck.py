@@ -51,6 +51,9 @@ FIGURE_SHARE = 0.7  # a figure shares a slide only if it keeps this much of its 
 MIN_FIGURE = 180    # ... and at least this many pixels of height
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+# The course's fact markers (<!-- fact: name -->12,288<!-- /fact -->, CONTRIBUTING.md) and any other HTML
+# comment: invisible in the notebook, so left out of the slides and out of the estimate of their height.
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
 
@@ -201,7 +204,7 @@ class _Deck:
     # ------------------------------------------------------------------ Markdown
 
     def markdown(self, source: str) -> None:
-        for block in markdown_blocks(source):
+        for block in markdown_blocks(_COMMENT.sub("", source)):
             heading = _HEADING.match(block.lstrip())
             if heading:
                 self.title = heading.group(2).strip()

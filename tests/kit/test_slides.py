@@ -58,6 +58,14 @@ def test_every_slide_is_titled_by_its_section_and_a_heading_anywhere_starts_one(
     assert len({cell.id for cell in deck.cells}) == len(deck.cells)
 
 
+def test_fact_markers_are_left_out_of_the_slides():
+    """A bound fact's markers are invisible in the notebook, so they take no room on a slide either."""
+    marked = "MiniMind-3 caches <!-- fact: cache_bytes -->12,288<!-- /fact --> bytes per token."
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# Title\n\n{marked}")])
+    text = "\n".join(cell.source for cell in deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT).cells)
+    assert "MiniMind-3 caches 12,288 bytes per token." in text and "<!--" not in text
+
+
 def test_a_heading_inside_fenced_code_or_a_formula_is_not_a_heading():
     source = "## Real\n\n```python\n# a comment\nx = 1\n\ny = 2\n```\n\n$$\na\n\nb\n$$"
     assert markdown_blocks(source) == ["## Real", "```python\n# a comment\nx = 1\n\ny = 2\n```", "$$\na\n\nb\n$$"]
