@@ -24,8 +24,9 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..attention_inputs import default_scale
-from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, check_inputs, key_tiles, prepare_inputs
+from .._checks.attention import check_flash_args
+from ..attention import _scale
+from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, key_tiles, prepare_inputs
 from .flash_attention import _FlashAttention as _ReadableFlashAttention
 
 __all__ = ["flash_attention_fast"]
@@ -72,13 +73,13 @@ def flash_attention_fast(
     return_lse: also return the log-sum-exp of each row's scaled scores, [B, H, T].
     Differentiable in q, k and v (and through lse): the backward pass recomputes the scores.
     """
-    check_inputs("flash_attention_fast", q, k, v, None, is_causal, scale, False, block_q, block_k)
+    check_flash_args("flash_attention_fast", q, k, v, None, is_causal, scale, False, block_q, block_k)
     if k.shape[-1] != v.shape[-1]:
         raise ValueError(
             f"flash_attention_fast: values must be as wide as keys (head_dim {k.shape[-1]}), got v "
             f"{tuple(v.shape)}; flash_attention (the readable version) accepts other widths.")
     q, k, v, _, input_dtype = prepare_inputs(q, k, v, None)
-    scale = default_scale(scale, q.shape[-1])
+    scale = _scale(scale, q.shape[-1])
     if _folding_is_inexact(q, k, scale):
         # Scores so large that float rounding of the folded shift (q.k - m in one product) could
         # exceed TAU: the readable version subtracts the maximum exactly, so it is used instead.
