@@ -28,10 +28,11 @@ def _select_next_token(logits, temperature, top_k, top_p, generator):
     """select_next_token's work (what generate runs on every step)."""
     if temperature == 0.0:
         return logits.argmax(dim=-1)
-    # The largest logit is subtracted first (the softmax does not change): a tiny temperature then
-    # sends the others to -inf and the best to 0, where dividing first would overflow to inf - inf.
-    logits = logits.float()
-    logits = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+    # Divided in float64 (a temperature of 1e-300 is 0 in float32), after subtracting the largest
+    # logit (the softmax does not change): a tiny temperature then sends the best to 0 and the
+    # others to -inf, where dividing first would overflow to inf - inf.
+    logits = logits.double()
+    logits = ((logits - logits.amax(dim=-1, keepdim=True)) / temperature).float()
     if top_k is not None and top_k < logits.shape[-1]:
         best = torch.topk(logits, top_k, dim=-1)  # exactly k survive, even with ties
         logits = torch.full_like(logits, float("-inf")).scatter(-1, best.indices, best.values)

@@ -20,6 +20,7 @@ import numbers
 
 import torch
 
+from .cache import CacheError
 from .values import is_int
 
 # The dtypes torch's attention supports on the CPU. Half precision is computed in float32, as
@@ -149,3 +150,23 @@ def check_rotary_args(q, k, cos, sin) -> None:
             f"apply_rotary_pos_emb: q {tuple(q.shape)} and k {tuple(k.shape)} must share batch, length T and an "
             f"even head_dim D, and cos and sin be [T, D] = {(T, D)} or [B, T, D], got cos {tuple(cos.shape)} and "
             f"sin {tuple(sin.shape)}.")
+
+
+def check_mla_inputs(config, x, cache, absorbed, cache_type) -> None:
+    """MultiHeadLatentAttention.forward's: hidden states [B, T, C] and its own latent cache."""
+    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+        what = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(
+            f"MultiHeadLatentAttention expects hidden states (floating point) [batch, seq, hidden_size], got {what}: "
+            f"token ids go through an embedding first.")
+    if x.dim() != 3 or x.shape[-1] != config.hidden_size or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"MultiHeadLatentAttention expects x as [batch, seq, hidden_size={config.hidden_size}] "
+                         f"with at least one token, got shape {tuple(x.shape)}.")
+    if cache is not None:
+        if not isinstance(cache, cache_type):
+            raise TypeError(f"MultiHeadLatentAttention's cache must be a LatentCache (it stores latents, not keys "
+                            f"and values), got {type(cache).__name__}.")
+        if cache.config.kv_lora_rank != config.kv_lora_rank or cache.config.qk_rope_head_dim != config.qk_rope_head_dim:
+            raise CacheError("this LatentCache was built for another MLAConfig (its d_c or d_R differs).")
+    if not isinstance(absorbed, bool):
+        raise TypeError(f"MultiHeadLatentAttention: absorbed must be True or False, got {absorbed!r}.")

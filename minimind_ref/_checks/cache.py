@@ -9,11 +9,12 @@ class CacheError(ValueError):
     """A KV cache used with inputs it cannot hold; the message says which and why."""
 
 
-def check_cache_args(name: str, config, batch_size, capacity, default_capacity: int) -> None:
+def check_cache_args(name: str, config, batch_size, capacity, default_capacity: int, config_type=None) -> None:
     from ..config import MiniMindConfig
 
-    if not isinstance(config, MiniMindConfig):
-        raise TypeError(f"{name} needs a MiniMindConfig (the model's config), got {type(config).__name__}.")
+    config_type = config_type or MiniMindConfig
+    if not isinstance(config, config_type):
+        raise TypeError(f"{name} needs a {config_type.__name__} (the model's config), got {type(config).__name__}.")
     require_int(f"{name} ", "batch_size", batch_size, 1, error=CacheError)
     if capacity is not None:
         try:

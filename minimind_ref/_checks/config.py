@@ -29,7 +29,8 @@ class Rule:
             return
         if not self.ok(value):
             none = f" or None ({self.optional})" if self.optional else ""
-            got = repr(value) if is_real(value) or value is None or isinstance(value, bool) else f"{type(value).__name__} {value!r}"
+            plain = is_real(value) or value is None or isinstance(value, bool)
+            got = repr(value) if plain else f"{type(value).__name__} {value!r}"
             raise ConfigError(f"{name} must be {self.what}{none}, got {got}.")
 
 
@@ -160,7 +161,8 @@ def check_mla_config(config) -> None:
 def check_rope_table(dim, end, rope_base, rope_scaling) -> dict | None:
     """precompute_freqs_cis's arguments; returns the YaRN settings merged with MiniMind's."""
     if not is_int(dim) or dim < 2 or dim % 2:
-        raise ValueError(f"precompute_freqs_cis: dim must be a positive even number (pairs of dimensions), got {dim!r}.")
+        raise ValueError(
+            f"precompute_freqs_cis: dim must be a positive even number (pairs of dimensions), got {dim!r}.")
     if not is_int(end) or end < 1:
         raise ValueError(f"precompute_freqs_cis: end (number of positions) must be positive, got {end!r}.")
     require_real("precompute_freqs_cis: ", "rope_base", rope_base, 1.0, low_open=True)

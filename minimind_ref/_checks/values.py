@@ -35,7 +35,9 @@ def require_real(where: str, name: str, value, low: float | None = None, high: f
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and (value >= high if high_open else value > high)
     if not math.isfinite(value) or too_low or too_high:
-        interval = f"{'(' if low_open else '['}{_bound(low, '-inf')}, {_bound(high, 'inf')}{')' if high_open else ']'}"
+        opening = "(" if low_open or low is None else "["
+        closing = ")" if high_open or high is None else "]"
+        interval = f"{opening}{_bound(low, '-inf')}, {_bound(high, 'inf')}{closing}"
         raise error(f"{where}{name} must be a finite number in {interval}, got {value!r}.")
 
 

@@ -108,7 +108,7 @@ class _FlashAttention(torch.autograd.Function):
     def forward(ctx, q, k, v, is_causal, scale, block_q, block_k):
         batch, heads, query_len, head_dim = q.shape
         # [B, H, T, D] -> [B*H, T, D]: every head is one independent attention problem
-        q3, k3, v3 = (t.reshape(batch * heads, -1, head_dim) for t in (q, k, v))
+        q3, k3, v3 = (t.reshape(batch * heads, t.shape[2], head_dim) for t in (q, k, v))  # sizes given: 0 is fine
         out, lse = _forward(q3, k3, v3, is_causal, scale, block_q, block_k)
         ctx.save_for_backward(q3, k3, v3, out, lse)  # O(T + S) numbers: no [T, S] matrix is kept
         ctx.settings = (is_causal, scale, block_q, block_k, q.shape, k.shape)
@@ -121,8 +121,8 @@ class _FlashAttention(torch.autograd.Function):
         is_causal, scale, block_q, block_k, q_shape, k_shape = ctx.settings
         bh = q3.shape[0]
         grad_out = (torch.zeros_like(out) if grad_out is None
-                    else grad_out.reshape(bh, -1, q3.shape[-1]).to(out.dtype))
-        grad_lse = None if grad_lse is None else grad_lse.reshape(bh, -1).to(lse.dtype)
+                    else grad_out.reshape(bh, q3.shape[1], q3.shape[-1]).to(out.dtype))
+        grad_lse = None if grad_lse is None else grad_lse.reshape(bh, q3.shape[1]).to(lse.dtype)
         dq, dk, dv = _backward(q3, k3, v3, out, lse, grad_out, grad_lse, is_causal, scale, block_q, block_k)
         return dq.view(q_shape), dk.view(k_shape), dv.view(k_shape), None, None, None, None
 

@@ -141,26 +141,28 @@ def depth_to_softmax(model, ids: torch.Tensor) -> int:
 
 
 def profiled_calls(fn, counted: str | None = None) -> int:
-    """Python-level calls `fn` makes (functions entered and C functions called), or, with
-    `counted`, only the Python functions entered whose file path contains `counted`."""
+    """Python-level calls `fn` makes (functions entered and C functions called, as
+    benchmarks/harness.py counts them), or, with `counted`, only the Python functions entered
+    whose file path contains `counted` (traced, which skips C calls and is much cheaper)."""
     count = 0
 
     def profile(frame, event, arg):
         nonlocal count
-        if counted is None:
-            count += event in ("call", "c_call")
-        elif event == "call" and counted in frame.f_code.co_filename:
-            count += 1
+        count += event in ("call", "c_call")
 
-    sys.setprofile(profile)
+    def trace(frame, event, arg):
+        nonlocal count
+        count += counted in frame.f_code.co_filename  # event is "call": returning None traces no lines
+
+    sys.settrace(trace) if counted else sys.setprofile(profile)
     try:
         fn()
     finally:
-        sys.setprofile(None)
+        sys.settrace(None) if counted else sys.setprofile(None)
     return count
 
 
-def calls_per_token(model, new_tokens: int = 16, batch: int = 1, padded: bool = False) -> float:
+def calls_per_token(model, new_tokens: int = 8, batch: int = 1, padded: bool = False) -> float:
     """Python-level calls per generated token with the cache, the prompt's call removed (the
     difference of two runs of different lengths)."""
     ids = torch.randint(0, model.config.vocab_size, (batch, 4), generator=torch.Generator().manual_seed(0))
