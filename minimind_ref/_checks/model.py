@@ -155,7 +155,7 @@ def check_select_next_token(logits, temperature, top_k, top_p, generator) -> Non
     if not bool((logits > float("-inf")).any(dim=-1).all()):
         row = int((~(logits > float("-inf")).any(dim=-1)).nonzero()[0])
         raise ValueError(
-            f"select_next_token: every logit of row {row} is -inf, so every token has probability 0: "
+            f"select_next_token: every one of logits[{row}] is -inf, so every token has probability 0: "
             f"there is nothing to choose (was every token masked out?).")
 
 
