@@ -58,6 +58,7 @@ class Attention(nn.Module):
         else:
             self.q_norm = self.k_norm = None
         self.dropout = config.dropout  # in training only: of the weights, and of the output
+        self.use_fused = config.flash_attn  # torch's fused kernel when the weights are not asked for
 
     def forward(
         self,
@@ -77,7 +78,7 @@ class Attention(nn.Module):
         if past_key_values is not None:
             k, v = self.append_to_cache(past_key_values, k, v)  # [B, H_kv, S, D], S = cached + T
         dropout = self.dropout if self.training else 0.0
-        if self.config.flash_attn and not output_attentions:  # torch's kernel: every step below in one
+        if self.use_fused and not output_attentions:  # torch's kernel: every step below in one
             out, weights = _fused_attention(q, k, v, attn_mask, attn_mask is None, None, dropout), None
         else:
             k, v = self.share_kv(k), self.share_kv(v)  # [B, H, S, D]

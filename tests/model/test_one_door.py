@@ -41,7 +41,8 @@ def test_the_softmax_is_at_most_four_calls_from_the_model():
 @pytest.mark.parametrize("padded", [False, True])
 def test_generate_checks_once_however_many_tokens_it_makes(flash_attn, use_cache, padded):
     model = small_model()
-    model.config.flash_attn = flash_attn
+    for block in model.model.layers:
+        block.self_attn.use_fused = flash_attn
     ids = torch.randint(0, 64, (2, 5), generator=torch.Generator().manual_seed(0))
     mask = torch.tensor([[0, 1, 1, 1, 1], [1, 1, 1, 1, 1]]) if padded else None
     checks = {n: profiled_calls(lambda n=n: model.generate(ids, n, use_cache=use_cache, attention_mask=mask),
@@ -94,7 +95,8 @@ def test_one_public_name_per_idea():
 def test_no_check_in_the_per_token_inner_functions():
     """The private cores the layer runs on every step call nothing in _checks."""
     model = small_model()
-    model.config.flash_attn = False
+    for block in model.model.layers:
+        block.self_attn.use_fused = False
     cache = mm.KVCache(model.config, 1)
     with torch.no_grad():
         model(torch.randint(0, 64, (1, 4)), past_key_values=cache, use_cache=True)
