@@ -8,8 +8,6 @@ forever: a harder test of "cached decoding equals recomputation", of masks and o
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 import minimind_ref as mm
@@ -43,15 +41,11 @@ def random_attention(config: mm.MiniMindConfig) -> mm.Attention:
 
 
 def attention_scores(layer: mm.Attention, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """A layer's scores q . k / sqrt(D) before any mask or softmax, [B, T, C] -> [B, H, T, T].
-
-    The same steps as `Attention.forward` up to the scores (projections, the q/k RMSNorm when the
-    layer has one, RoPE with the given tables, key/value heads shared by `n_rep` query heads):
-    the layer returns only the weights, and some claims are about the scores."""
-    batch, tokens, _ = x.shape
-    q = layer.q_proj(x).view(batch, tokens, layer.num_heads, layer.head_dim).transpose(1, 2)  # [B, H, T, D]
-    k = layer.k_proj(x).view(batch, tokens, layer.num_kv_heads, layer.head_dim).transpose(1, 2)
+    """A layer's scores q . k / sqrt(D) before any mask or softmax, [B, T, C] -> [B, H, T, T]:
+    the layer's own steps up to `scores` (the layer returns only the weights, and some claims
+    are about the scores)."""
+    q, k, v = layer.split_heads(x)  # [B, H, T, D], [B, H_kv, T, D]
     if layer.q_norm is not None:
-        q, k = layer.q_norm(q), layer.k_norm(k)
-    q, k = mm.apply_rotary_pos_emb(q, k, cos, sin)
-    return q @ mm.repeat_kv(k, layer.n_rep).transpose(-2, -1) / math.sqrt(layer.head_dim)
+        q, k = layer.normalise(q, k)
+    q, k, _ = layer.rotate(q, k, v, cos, sin, None)
+    return layer.scores(q, layer.share_kv(k))

@@ -8,13 +8,15 @@ Each concept lives in its own file, named after it, and each file says which mod
     rope.py         rotary position embeddings, with YaRN scaling       (module 06)
     gqa.py          repeat_kv: shared key/value heads                   (module 04)
     masks.py        causal, padding and sliding-window masks            (module 05)
-    attention.py    explicit and fused attention, the Attention layer   (modules 01-05)
-    attention_inputs.py  what every attention path accepts, checked once (explicit, fused, flash)
+    attention.py    the Attention layer, one method per step; the attention functions (01-05)
     kv_cache.py     the KV cache                                        (module 07)
     sampling.py     choosing the next token
     model.py        MiniMindForCausalLM: the whole model and generate()
     oracles.py      the same model in transformers (Llama, Qwen3), loaded with the same weights:
                     what the tests compare against (imports transformers, so only tests import it)
+
+Every input check lives in `_checks/` (one module per kind of input), run once per public call,
+so that the files above show the ideas.
 
 Not MiniMind, and kept apart in `variants/`: the attention variants the course builds beside it,
 FlashAttention (module 08) and multi-head latent attention (module 04).

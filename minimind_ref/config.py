@@ -9,17 +9,20 @@ One field is ours: `qk_norm`. False gives MiniMind2 (no normalisation of q and k
 MiniMind3's per-head RMSNorm on q and k before RoPE, the layout of Qwen3.
 `MiniMindConfig.minimind3()` gives MiniMind-3's sizes, as upstream's config computes them today.
 
-A config that cannot build a working model is refused here, with a message that names the field
-and the rule it broke, instead of failing later as a bare shape error deep inside torch.
+A config that cannot build a working model is refused when it is made, with a message that names
+the field and the rule it broke; the rules are declared in one table (minimind_ref/_checks/config.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import Any
+
+from ._checks.config import ConfigError, check_minimind_config
+
+__all__ = ["MINIMIND_YARN", "ConfigError", "MiniMindConfig", "minimind_intermediate_size"]
 
 # MiniMind's YaRN settings, used when `inference_rope_scaling=True`: extend the 2048 positions
 # the model was trained on by a factor of 16 at inference time (module 06 teaches them).
@@ -32,16 +35,6 @@ MINIMIND_YARN: dict[str, Any] = {
     "attention_factor": 1.0,
 }
 
-_YARN_KEYS = set(MINIMIND_YARN)
-
-# The fields by type, for MiniMindConfig's checks.
-_POSITIVE_INTS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                  "head_dim", "intermediate_size", "vocab_size", "max_position_embeddings")
-_DERIVABLE = ("head_dim", "intermediate_size")  # None means: derive from the others
-_IDS = ("bos_token_id", "eos_token_id")
-_NUMBERS = ("rope_theta", "rms_norm_eps", "dropout", "initializer_range")
-_BOOLS = ("inference_rope_scaling", "flash_attn", "tie_word_embeddings", "qk_norm")
-
 
 def minimind_intermediate_size(hidden_size: int) -> int:
     """The feed-forward width MiniMind2 derives from the hidden size.
@@ -51,10 +44,6 @@ def minimind_intermediate_size(hidden_size: int) -> int:
     512 this is 1408 (int(512 * 8 / 3) = 1365, rounded up to the next multiple of 64).
     """
     return 64 * math.ceil(int(hidden_size * 8 / 3) / 64)
-
-
-class ConfigError(ValueError):
-    """A MiniMindConfig field breaks a rule; the message names the field and the fix."""
 
 
 @dataclass
@@ -91,88 +80,23 @@ class MiniMindConfig:
     _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        check_minimind_config(self)  # every field's type and range: _checks/config.py
         derived = set()
         if self.num_key_value_heads is None:
             self.num_key_value_heads = self.num_attention_heads
             derived.add("num_key_value_heads")
-        if self.inference_rope_scaling and self.rope_scaling is None:
-            self.rope_scaling = dict(MINIMIND_YARN)
-            derived.add("rope_scaling")
-        self._validate_sizes()
         if self.head_dim is None:
             self.head_dim = self.hidden_size // self.num_attention_heads
             derived.add("head_dim")
         if self.intermediate_size is None:
             self.intermediate_size = minimind_intermediate_size(self.hidden_size)
             derived.add("intermediate_size")
-        self._derived = frozenset(derived)
-        self._validate_derived()
+        if self.inference_rope_scaling and self.rope_scaling is None:
+            self.rope_scaling = dict(MINIMIND_YARN)
+            derived.add("rope_scaling")
         if self.rope_scaling is not None:
-            self.rope_scaling = _validated_rope_scaling(self.rope_scaling)
-
-    # -- validation -------------------------------------------------------------------------
-    def _validate_sizes(self) -> None:
-        self._validate_types()
-        h, kv = self.num_attention_heads, self.num_key_value_heads
-        if kv > h:
-            raise ConfigError(
-                f"num_key_value_heads ({kv}) is larger than num_attention_heads ({h}): each "
-                f"key/value head is shared by a group of query heads, so use at most {h}.")
-        if h % kv:
-            divisors = [d for d in range(1, h + 1) if h % d == 0]
-            raise ConfigError(
-                f"num_attention_heads ({h}) is not divisible by num_key_value_heads ({kv}): "
-                f"query heads are split into equal groups that share one key/value head. "
-                f"Valid num_key_value_heads for {h} heads: {divisors}.")
-        if self.head_dim is None and self.hidden_size % h:
-            raise ConfigError(
-                f"hidden_size ({self.hidden_size}) is not divisible by num_attention_heads ({h}), "
-                f"so head_dim cannot be derived: choose a hidden_size that is a multiple of {h}, "
-                f"or set head_dim explicitly.")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}.")
-        if not 1.0 < self.rope_theta < math.inf:
-            raise ConfigError(
-                f"rope_theta must be a finite number greater than 1 (MiniMind uses 1e6), got {self.rope_theta!r}.")
-        for name in ("rms_norm_eps", "initializer_range"):
-            if not 0.0 < getattr(self, name) < math.inf:
-                raise ConfigError(f"{name} must be a finite positive number, got {getattr(self, name)!r}.")
-        for name in ("bos_token_id", "eos_token_id"):
-            if not 0 <= getattr(self, name) < self.vocab_size:
-                raise ConfigError(
-                    f"{name} ({getattr(self, name)}) must be a token id in [0, vocab_size={self.vocab_size}).")
-        if self.hidden_act != "silu":
-            raise ConfigError(f"hidden_act must be 'silu' (SwiGLU, as MiniMind), got {self.hidden_act!r}.")
-
-    def _validate_types(self) -> None:
-        """Every field has the type it claims: a string "1e6" is not a number, "False" is not a
-        bool (a non-empty string is truthy, so tie_word_embeddings="False" would tie)."""
-        for name in _POSITIVE_INTS:
-            value = getattr(self, name)
-            if value is None and name in _DERIVABLE:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                derived = " or None (derived)" if name in _DERIVABLE else ""
-                raise ConfigError(f"{name} must be a positive integer{derived}, got {value!r}.")
-        for name in _IDS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"{name} must be an integer token id, got {value!r}.")
-        for name in _NUMBERS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise ConfigError(f"{name} must be a number, got {type(value).__name__} {value!r}.")
-        for name in _BOOLS:
-            value = getattr(self, name)
-            if not isinstance(value, bool):
-                raise ConfigError(f"{name} must be True or False, got {type(value).__name__} {value!r}.")
-        if not isinstance(self.hidden_act, str):
-            raise ConfigError(f"hidden_act must be the string 'silu', got {self.hidden_act!r}.")
-
-    def _validate_derived(self) -> None:
-        if self.head_dim % 2:
-            raise ConfigError(
-                f"head_dim ({self.head_dim}) must be even: RoPE rotates pairs of dimensions.")
+            self.rope_scaling = {**MINIMIND_YARN, **self.rope_scaling}  # unset keys take MiniMind's values
+        self._derived = frozenset(derived)
 
     # -- presets ----------------------------------------------------------------------------
     @classmethod
@@ -213,33 +137,3 @@ class MiniMindConfig:
         fields = {k: v for k, v in self.to_dict().items() if k not in self._derived}
         fields.update(changes)
         return MiniMindConfig(**fields)
-
-
-def _validated_rope_scaling(rope_scaling: dict) -> dict:
-    if not isinstance(rope_scaling, dict):
-        raise ConfigError(f"rope_scaling must be a dict (or None), got {type(rope_scaling).__name__}.")
-    unknown = set(rope_scaling) - _YARN_KEYS
-    if unknown:
-        raise ConfigError(
-            f"rope_scaling has unknown keys {sorted(unknown)}; MiniMind's YaRN uses {sorted(_YARN_KEYS)}.")
-    merged = {**MINIMIND_YARN, **rope_scaling}
-    for key in ("factor", "beta_fast", "beta_slow", "attention_factor"):
-        value = merged[key]
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-            raise ConfigError(f"rope_scaling[{key!r}] must be a finite number, got {value!r}.")
-    if merged["type"] != "yarn":
-        raise ConfigError(f"rope_scaling['type'] must be 'yarn', got {merged['type']!r}.")
-    if not merged["factor"] >= 1:
-        raise ConfigError(f"rope_scaling['factor'] must be at least 1, got {merged['factor']!r}.")
-    if not merged["beta_fast"] > merged["beta_slow"] > 0:
-        raise ConfigError(
-            f"rope_scaling needs beta_fast > beta_slow > 0 (rotations that bound the ramp), "
-            f"got beta_fast={merged['beta_fast']!r}, beta_slow={merged['beta_slow']!r}.")
-    orig = merged["original_max_position_embeddings"]
-    if isinstance(orig, bool) or not isinstance(orig, int) or orig < 1:
-        raise ConfigError(
-            f"rope_scaling['original_max_position_embeddings'] must be a positive integer, got {orig!r}.")
-    if not merged["attention_factor"] > 0:
-        raise ConfigError(
-            f"rope_scaling['attention_factor'] must be positive, got {merged['attention_factor']!r}.")
-    return merged

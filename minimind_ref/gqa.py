@@ -15,6 +15,8 @@ flash kernel; its math fallback (used, for example, with dropout) still copies.
 
 import torch
 
+from ._checks.attention import check_repeat_kv
+
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """[B, H_kv, S, D] -> [B, H_kv * n_rep, S, D]; head j of the result is KV head j // n_rep.
@@ -22,11 +24,12 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     Heads-first layout, as attention uses it (MiniMind's own version takes [B, S, H_kv, D]; the
     rule is the same). With n_rep == 1 (MHA) the input itself is returned, no copy.
     """
-    if x.dim() != 4:
-        raise ValueError(
-            f"repeat_kv expects a 4-D tensor [batch, kv_heads, seq, head_dim], got shape {tuple(x.shape)}.")
-    if isinstance(n_rep, bool) or not isinstance(n_rep, int) or n_rep < 1:
-        raise ValueError(f"repeat_kv's n_rep must be a positive integer, got {n_rep!r}.")
+    check_repeat_kv(x, n_rep)
+    return _repeat_kv(x, n_rep)
+
+
+def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """repeat_kv's work (what attention runs on every step)."""
     if n_rep == 1:
         return x
     batch, kv_heads, seq, head_dim = x.shape

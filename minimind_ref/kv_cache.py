@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import torch
 
+from ._checks.cache import CacheError, check_cache_args
 from .config import MiniMindConfig
 
 DEFAULT_CAPACITY = 256
 
-
-class CacheError(ValueError):
-    """A KV cache used with inputs it cannot hold; the message says which and why."""
+__all__ = ["CacheError", "DEFAULT_CAPACITY", "KVCache"]
 
 
 class KVCache:
@@ -32,10 +31,7 @@ class KVCache:
         """An empty cache for `batch_size` sequences of a model with `config`. `capacity`: positions
         to allocate at the first update (default 256; generate passes prompt + new tokens, so it
         never grows); storage is allocated lazily, in the dtype and device of the first keys."""
-        if batch_size < 1:
-            raise CacheError(f"KVCache batch_size must be positive, got {batch_size}.")
-        if capacity is not None and capacity < 1:
-            raise CacheError(f"KVCache capacity must be positive (or None for {DEFAULT_CAPACITY}), got {capacity}.")
+        check_cache_args("KVCache", config, batch_size, capacity, DEFAULT_CAPACITY)
         self.num_layers = config.num_hidden_layers
         self.num_kv_heads = config.num_key_value_heads
         self.head_dim = config.head_dim
@@ -58,33 +54,15 @@ class KVCache:
     def __len__(self) -> int:
         return self.get_seq_length()
 
-    def check_input(self, batch_size: int, new_tokens: int) -> None:
-        """Refuse, before any layer runs, a batch this cache was not built for or a length past
-        the model's positions."""
-        if batch_size != self.batch_size:
-            raise CacheError(
-                f"this KV cache was built for batch size {self.batch_size}, but the input has batch "
-                f"size {batch_size}: a cache belongs to one batch of sequences; start a new one "
-                f"(past_key_values=None) for a different batch.")
-        if len(self) + new_tokens > self.max_length:
-            raise CacheError(
-                f"the KV cache holds {len(self)} positions and {new_tokens} more would pass "
-                f"max_position_embeddings ({self.max_length}).")
-
     def update(self, layer_idx: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new keys and values [B, H_kv, T, D] of one layer; return all of that layer's
-        keys and values so far, [B, H_kv, cached + T, D] (views into the storage, no copy)."""
-        expected = (self.batch_size, self.num_kv_heads, k.shape[2], self.head_dim)
-        if tuple(k.shape) != expected or k.shape != v.shape:
-            raise CacheError(
-                f"KVCache.update expects keys and values of shape [batch, kv_heads, new_tokens, "
-                f"head_dim] = {expected}, got k {tuple(k.shape)} and v {tuple(v.shape)}.")
+        keys and values so far, [B, H_kv, cached + T, D] (views into the storage, no copy).
+        The model's forward checked, once, that the new tokens fit (minimind_ref/_checks/cache.py)."""
         start = self.lengths[layer_idx]
         end = start + k.shape[2]
-        if end > self.max_length:
-            raise CacheError(
-                f"the KV cache would hold {end} positions, past max_position_embeddings ({self.max_length}).")
-        if self.keys[layer_idx] is None or end > self.keys[layer_idx].shape[2]:
+        stored = self.keys[layer_idx]
+        if stored is None or end > stored.shape[2] or (
+                stored.dtype != k.dtype and torch.promote_types(stored.dtype, k.dtype) != stored.dtype):
             self._grow(layer_idx, end, like=k)
         self.keys[layer_idx][:, :, start:end] = k
         self.values[layer_idx][:, :, start:end] = v
@@ -93,15 +71,17 @@ class KVCache:
 
     def _grow(self, layer_idx: int, needed: int, like: torch.Tensor) -> None:
         """(Re)allocate a layer's storage for at least `needed` positions, doubling, and copy
-        what it held."""
+        what it held. Keys of a wider dtype than the storage's widen it (a float64 key of 1e5
+        written into float16 storage would become inf)."""
         old_k, old_v = self.keys[layer_idx], self.values[layer_idx]
         capacity = self.initial_capacity if old_k is None else old_k.shape[2]
         while capacity < needed:
             capacity *= 2
-        capacity = min(capacity, self.max_length)
+        capacity = max(min(capacity, self.max_length), needed)
+        dtype = like.dtype if old_k is None else torch.promote_types(old_k.dtype, like.dtype)
         shape = (self.batch_size, self.num_kv_heads, capacity, self.head_dim)
-        new_k = torch.empty(shape, dtype=like.dtype, device=like.device)
-        new_v = torch.empty(shape, dtype=like.dtype, device=like.device)
+        new_k = torch.empty(shape, dtype=dtype, device=like.device)
+        new_v = torch.empty(shape, dtype=dtype, device=like.device)
         if old_k is not None:
             held = self.lengths[layer_idx]
             new_k[:, :, :held] = old_k[:, :, :held]

@@ -23,7 +23,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., dim] -> [..., dim]
         x32 = x.float()
-        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        normed = x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + self.eps)  # x / rms(x)
         return self.weight * normed.type_as(x)
 
     def extra_repr(self) -> str:

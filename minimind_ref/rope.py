@@ -21,6 +21,9 @@ import math
 
 import torch
 
+from ._checks.attention import check_rotary_args
+from ._checks.config import check_rope_table
+
 
 def rope_inverse_frequencies(dim: int, rope_base: float) -> torch.Tensor:
     """theta_i = rope_base^(-2i/dim) for i = 0 .. dim/2 - 1: one angular speed per pair. [dim/2]"""
@@ -44,6 +47,16 @@ def yarn_ramp(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
     return torch.clamp((pair - low) / max(high - low, 0.001), 0.0, 1.0)
 
 
+def yarn_inverse_frequencies(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
+    """The theta_i that `precompute_freqs_cis` uses with YaRN past the trained length. [dim/2]
+
+    theta_i * (1 - ramp_i + ramp_i / factor): pairs with ramp 0 keep their frequency, pairs with
+    ramp 1 turn `factor` times slower (position interpolation for that pair), the rest blend.
+    """
+    ramp = yarn_ramp(dim, rope_base, rope_scaling)  # [dim/2], 0 = keep, 1 = divide
+    return rope_inverse_frequencies(dim, rope_base) * (1 - ramp + ramp / rope_scaling["factor"])
+
+
 def precompute_freqs_cis(
     dim: int, end: int = 32 * 1024, rope_base: float = 1e6, rope_scaling: dict | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,17 +69,13 @@ def precompute_freqs_cis(
     multiplied by `attention_factor` (1.0 in MiniMind), which scales every attention score by its
     square.
     """
-    if dim % 2 or dim < 2:
-        raise ValueError(f"precompute_freqs_cis: dim must be a positive even number (pairs of dimensions), got {dim}.")
-    if end < 1:
-        raise ValueError(f"precompute_freqs_cis: end (number of positions) must be positive, got {end}.")
+    rope_scaling = check_rope_table(dim, end, rope_base, rope_scaling)  # YaRN's settings, completed
     freqs = rope_inverse_frequencies(dim, rope_base)  # [dim/2]
     attention_factor = 1.0
     if rope_scaling is not None:
-        attention_factor = rope_scaling.get("attention_factor", 1.0)
+        attention_factor = rope_scaling["attention_factor"]
         if end > rope_scaling["original_max_position_embeddings"]:
-            ramp = yarn_ramp(dim, rope_base, rope_scaling)
-            freqs = freqs * (1 - ramp + ramp / rope_scaling["factor"])
+            freqs = yarn_inverse_frequencies(dim, rope_base, rope_scaling)
     positions = torch.arange(end, dtype=torch.float32)
     angles = torch.outer(positions, freqs)  # [end, dim/2]
     angles = torch.cat([angles, angles], dim=-1)  # [end, dim]: pair (i, i + dim/2) shares angle i
@@ -76,8 +85,8 @@ def precompute_freqs_cis(
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a 90-degree turn of every
     pair (i, i + dim/2)."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 def apply_rotary_pos_emb(
@@ -90,11 +99,13 @@ def apply_rotary_pos_emb(
     `unsqueeze_dim` to broadcast over heads. Values are never rotated: position should change
     which tokens attend to which, not what they carry.
     """
-    if cos.shape[-1] != q.shape[-1] or k.shape[-1] != q.shape[-1] or cos.shape != sin.shape:
-        raise ValueError(
-            f"apply_rotary_pos_emb: q {tuple(q.shape)}, k {tuple(k.shape)}, cos {tuple(cos.shape)} and "
-            f"sin {tuple(sin.shape)} must share their last dimension (head_dim), and cos and sin their shape.")
-    if cos.dim() == 3:
+    check_rotary_args(q, k, cos, sin)
+    return _apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim)
+
+
+def _apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
+    """apply_rotary_pos_emb's work (what attention runs on every step)."""
+    if cos.ndim == 3:
         cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)  # [B, 1, T, D]
     q_rot = (q * cos + rotate_half(q) * sin).to(q.dtype)
     k_rot = (k * cos + rotate_half(k) * sin).to(k.dtype)
@@ -157,13 +168,3 @@ def rope_decay_bound(distances: torch.Tensor, dim: int, rope_base: float) -> tor
     angles = torch.as_tensor(distances, dtype=torch.float64)[:, None] * theta[None, :]  # [R, dim/2]
     partial_sums = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{dim/2}
     return partial_sums.abs().mean(dim=-1)
-
-
-def yarn_inverse_frequencies(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
-    """The theta_i that `precompute_freqs_cis` uses with YaRN past the trained length. [dim/2]
-
-    theta_i * (1 - ramp_i + ramp_i / factor): pairs with ramp 0 keep their frequency, pairs with
-    ramp 1 turn `factor` times slower (position interpolation for that pair), the rest blend.
-    """
-    ramp = yarn_ramp(dim, rope_base, rope_scaling)  # [dim/2], 0 = keep, 1 = divide
-    return rope_inverse_frequencies(dim, rope_base) * (1 - ramp + ramp / rope_scaling["factor"])

@@ -6,7 +6,7 @@ without positions, all heads, grouped key/value heads, RoPE, the causal mask, a 
 (float32, then float16), a prefill then cached decoding, several tokens after a cache, q/k norm,
 and the whole model against transformers' twins; the eleventh checks the backward pass, the
 gradients of one layer with respect to its input and its weights. Each entry of its catalogue is
-minimind_ref's attention with exactly one mistake planted (labkit/grader/catalogue.py). This
+minimind_ref's attention with exactly one mistake planted (labkit/grader/mistakes.py). This
 script grades every planted mistake with several seeds (each seed draws other weights and other
 inputs), counts which stage catches it and whether the grader names it, and draws the counts: one
 row per mistake, one column per stage.

@@ -2,18 +2,17 @@
 stages from the cheapest to the whole model, stop at the first that fails, say where, and name the
 known mistake it matches.
 
-    stepped.py    SteppedAttention: minimind_ref's Attention cut into one method per step
-    catalogue.py  CATALOGUE: known mistakes, each a SteppedAttention with one step overridden
+    mistakes.py   CATALOGUE: known mistakes, each minimind_ref's Attention (one method per step)
+                  with one step overridden
     ladder.py     LADDER: the stages, their inputs, and running a class through one
     compare.py    the first difference from the reference; whether two runs behave the same
     grade.py      grade(cls) and its report; GraderUsageError
     __main__.py   python -m labkit.grader FILE: the same grader on a learner's file (make grade)
 """
 
-from .catalogue import BY_KEY, CATALOGUE, Mistake
 from .grade import GradeReport, GraderUsageError, diagnose, format_report, grade
 from .ladder import LADDER, STAGE, Stage, stage_number
-from .stepped import SteppedAttention
+from .mistakes import BY_KEY, CATALOGUE, Mistake
 
 __all__ = ["BY_KEY", "CATALOGUE", "GradeReport", "GraderUsageError", "LADDER", "Mistake", "STAGE", "Stage",
-           "SteppedAttention", "diagnose", "format_report", "grade", "stage_number"]
+           "diagnose", "format_report", "grade", "stage_number"]

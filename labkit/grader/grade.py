@@ -21,7 +21,6 @@ from torch import nn
 
 import minimind_ref as mm
 
-from .catalogue import CATALOGUE, Mistake
 from .compare import Difference, first_difference, same_behaviour
 from .ladder import (
     LADDER,
@@ -33,6 +32,7 @@ from .ladder import (
     stage_inputs,
     stage_number,
 )
+from .mistakes import CATALOGUE, Mistake
 
 FORWARD_ARGUMENTS = ("x", "position_embeddings", "attn_mask", "past_key_values", "output_attentions")
 

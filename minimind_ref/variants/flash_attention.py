@@ -23,7 +23,7 @@ On a GPU the point is that a tile fits in on-chip SRAM, so the big matrices neve
 from HBM. Here, on a CPU, the same structure keeps the memory footprint linear in T.
 
 Conventions, shared with `minimind_ref.scaled_dot_product_attention` (the same arguments, checked
-by the same `minimind_ref.attention_inputs.check_attention_args`):
+by the same `minimind_ref._checks.attention.check_attention_args`):
 - q: [B, H, T, D]; k: [B, H_kv, S, D]; v: [B, H_kv, S, D_v] (H_kv < H with enable_gqa=True);
   output [B, H, T, D_v];
   lse [B, H, T] (natural log);
@@ -45,8 +45,9 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..attention_inputs import check_attention_args, compute_dtype, default_scale
-from ..gqa import repeat_kv
+from .._checks.attention import check_flash_args
+from ..attention import _scale
+from ..gqa import _repeat_kv
 
 __all__ = ["DEFAULT_BLOCK_K", "DEFAULT_BLOCK_Q", "flash_attention", "key_tiles"]
 
@@ -78,9 +79,9 @@ def flash_attention(
     return_lse: also return the log-sum-exp of each row's scaled scores, [B, H, T].
     Differentiable in q, k and v (and through lse): the backward pass recomputes the scores.
     """
-    check_inputs("flash_attention", q, k, v, attn_mask, is_causal, scale, enable_gqa, block_q, block_k)
+    check_flash_args("flash_attention", q, k, v, attn_mask, is_causal, scale, enable_gqa, block_q, block_k)
     q, k, v, attn_mask, input_dtype = prepare_inputs(q, k, v, attn_mask)
-    out, lse = _FlashAttention.apply(q, k, v, attn_mask, is_causal, default_scale(scale, q.shape[-1]), block_q,
+    out, lse = _FlashAttention.apply(q, k, v, attn_mask, is_causal, _scale(scale, q.shape[-1]), block_q,
                                      block_k)
     out = out.to(input_dtype)
     return (out, lse) if return_lse else out
@@ -90,9 +91,9 @@ def prepare_inputs(q, k, v, attn_mask):
     """What both FlashAttention versions compute on: shared key/value heads repeated for each query
     head, half precision raised to float32, and the mask as a [B, H, T, S] view (a broadcast, no
     copy) that each tile slices. Returns q, k, v, the mask (or None) and the dtype to return in."""
-    input_dtype, dtype = q.dtype, compute_dtype(q.dtype)
+    input_dtype, dtype = q.dtype, torch.promote_types(q.dtype, torch.float32)  # half: computed in float32
     if k.shape[1] != q.shape[1]:
-        k, v = repeat_kv(k, q.shape[1] // k.shape[1]), repeat_kv(v, q.shape[1] // k.shape[1])
+        k, v = _repeat_kv(k, q.shape[1] // k.shape[1]), _repeat_kv(v, q.shape[1] // k.shape[1])
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     if attn_mask is not None:
         if attn_mask.dtype != torch.bool:
@@ -231,11 +232,3 @@ def _backward(q, k, v, out, lse, grad_out, grad_lse, attn_mask, is_causal, scale
             dq[..., rows, :] += (d_scores @ k[..., keys, :]) * scale  # dQ_i += scale * dS K_j
             dk[..., keys, :] += (d_scores.transpose(-2, -1) @ q_tile) * scale  # dK_j += scale * dS^T Q_i
     return dq, dk, dv
-
-
-def check_inputs(caller, q, k, v, attn_mask, is_causal, scale, enable_gqa, block_q, block_k):
-    """What attention accepts (attention_inputs.py, shared with the explicit path), and tile sizes."""
-    check_attention_args(caller, q, k, v, attn_mask, is_causal, scale, 0.0, enable_gqa)
-    for name, size in (("block_q", block_q), ("block_k", block_k)):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"{caller}: {name} (a tile size) must be a positive int, got {size!r}.")

@@ -24,8 +24,9 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..attention_inputs import default_scale
-from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, check_inputs, key_tiles, prepare_inputs
+from .._checks.attention import check_flash_args
+from ..attention import _scale
+from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, key_tiles, prepare_inputs
 from .flash_attention import _FlashAttention as _ReadableFlashAttention
 
 __all__ = ["flash_attention_fast"]
@@ -72,13 +73,13 @@ def flash_attention_fast(
     return_lse: also return the log-sum-exp of each row's scaled scores, [B, H, T].
     Differentiable in q, k and v (and through lse): the backward pass recomputes the scores.
     """
-    check_inputs("flash_attention_fast", q, k, v, None, is_causal, scale, False, block_q, block_k)
+    check_flash_args("flash_attention_fast", q, k, v, None, is_causal, scale, False, block_q, block_k)
     if k.shape[-1] != v.shape[-1]:
         raise ValueError(
             f"flash_attention_fast: values must be as wide as keys (head_dim {k.shape[-1]}), got v "
             f"{tuple(v.shape)}; flash_attention (the readable version) accepts other widths.")
     q, k, v, _, input_dtype = prepare_inputs(q, k, v, None)
-    scale = default_scale(scale, q.shape[-1])
+    scale = _scale(scale, q.shape[-1])
     if _folding_is_inexact(q, k, scale):
         # Scores so large that float rounding of the folded shift (q.k - m in one product) could
         # exceed TAU: the readable version subtracts the maximum exactly, so it is used instead.
@@ -107,7 +108,7 @@ class _FlashAttention(torch.autograd.Function):
     def forward(ctx, q, k, v, is_causal, scale, block_q, block_k):
         batch, heads, query_len, head_dim = q.shape
         # [B, H, T, D] -> [B*H, T, D]: every head is one independent attention problem
-        q3, k3, v3 = (t.reshape(batch * heads, -1, head_dim) for t in (q, k, v))
+        q3, k3, v3 = (t.reshape(batch * heads, t.shape[2], head_dim) for t in (q, k, v))  # sizes given: 0 is fine
         out, lse = _forward(q3, k3, v3, is_causal, scale, block_q, block_k)
         ctx.save_for_backward(q3, k3, v3, out, lse)  # O(T + S) numbers: no [T, S] matrix is kept
         ctx.settings = (is_causal, scale, block_q, block_k, q.shape, k.shape)
@@ -120,8 +121,8 @@ class _FlashAttention(torch.autograd.Function):
         is_causal, scale, block_q, block_k, q_shape, k_shape = ctx.settings
         bh = q3.shape[0]
         grad_out = (torch.zeros_like(out) if grad_out is None
-                    else grad_out.reshape(bh, -1, q3.shape[-1]).to(out.dtype))
-        grad_lse = None if grad_lse is None else grad_lse.reshape(bh, -1).to(lse.dtype)
+                    else grad_out.reshape(bh, q3.shape[1], q3.shape[-1]).to(out.dtype))
+        grad_lse = None if grad_lse is None else grad_lse.reshape(bh, q3.shape[1]).to(lse.dtype)
         dq, dk, dv = _backward(q3, k3, v3, out, lse, grad_out, grad_lse, is_causal, scale, block_q, block_k)
         return dq.view(q_shape), dk.view(k_shape), dv.view(k_shape), None, None, None, None
 

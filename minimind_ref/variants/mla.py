@@ -54,8 +54,10 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import nn
 
+from .._checks.attention import check_mla_inputs
+from .._checks.cache import check_cache_args
+from .._checks.config import check_mla_config
 from ..attention import scaled_dot_product_attention
-from ..config import ConfigError
 from ..kv_cache import DEFAULT_CAPACITY, CacheError
 from ..norm import RMSNorm
 from ..rope import apply_rotary_pos_emb, interleaved_to_half_permutation, precompute_freqs_cis
@@ -86,26 +88,7 @@ class MLAConfig:
     rms_norm_eps: float = 1e-6            # transformers builds kv_a_layernorm with its default 1e-6
 
     def __post_init__(self) -> None:
-        for name in ("hidden_size", "num_attention_heads", "kv_lora_rank", "qk_nope_head_dim",
-                     "qk_rope_head_dim", "v_head_dim", "num_hidden_layers", "max_position_embeddings"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"MLAConfig.{name} must be a positive integer, got {value!r}.")
-        q = self.q_lora_rank
-        if q is not None and (isinstance(q, bool) or not isinstance(q, int) or q < 1):
-            raise ConfigError(
-                f"MLAConfig.q_lora_rank must be a positive integer (the compressed query size d_c') or None "
-                f"(no query compression: a plain q_proj), got {q!r}.")
-        if self.qk_rope_head_dim % 2:
-            raise ConfigError(
-                f"MLAConfig.qk_rope_head_dim ({self.qk_rope_head_dim}) must be even: RoPE rotates pairs of "
-                f"dimensions.")
-        if not self.rope_theta > 1.0:
-            raise ConfigError(f"MLAConfig.rope_theta must be greater than 1, got {self.rope_theta!r}.")
-        if not self.rms_norm_eps > 0.0:
-            raise ConfigError(f"MLAConfig.rms_norm_eps must be positive, got {self.rms_norm_eps!r}.")
-        if not isinstance(self.rope_interleave, bool):
-            raise ConfigError(f"MLAConfig.rope_interleave must be True or False, got {self.rope_interleave!r}.")
+        check_mla_config(self)  # every field's type and range: minimind_ref/_checks/config.py
 
     @property
     def qk_head_dim(self) -> int:
@@ -140,10 +123,7 @@ class LatentCache:
     full (as `KVCache` does, module 07). Nothing per head is stored."""
 
     def __init__(self, config: MLAConfig, batch_size: int, capacity: int | None = None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise CacheError(f"LatentCache batch_size must be a positive integer, got {batch_size!r}.")
-        if capacity is not None and capacity < 1:
-            raise CacheError(f"LatentCache capacity must be positive (or None for {DEFAULT_CAPACITY}), got {capacity}.")
+        check_cache_args("LatentCache", config, batch_size, capacity, DEFAULT_CAPACITY, MLAConfig)
         self.config = config
         self.batch_size = batch_size
         self.initial_capacity = min(capacity or DEFAULT_CAPACITY, config.max_position_embeddings)
@@ -309,11 +289,7 @@ class MultiHeadLatentAttention(nn.Module):
         """x [B, T, C] -> [B, T, C]. With `cache`, the new tokens follow the ones it holds (their
         positions continue from its length) and their latents are appended to it."""
         cfg = self.config
-        if x.dim() != 3 or x.shape[-1] != cfg.hidden_size:
-            raise ValueError(f"MultiHeadLatentAttention expects x as [batch, seq, hidden_size={cfg.hidden_size}], "
-                             f"got shape {tuple(x.shape)}.")
-        if cache is not None and cache.config.kv_lora_rank != cfg.kv_lora_rank:
-            raise CacheError("this LatentCache was built for another MLAConfig (its d_c differs).")
+        check_mla_inputs(cfg, x, cache, absorbed, LatentCache)
         batch, seq_len, _ = x.shape
         q_nope, q_rope = self.queries(x)
         c_kv, k_rope = self.latents(x)

@@ -15,14 +15,14 @@ import torch
 from torch import nn
 
 import minimind_ref as mm
-from labkit.grader import BY_KEY, CATALOGUE, LADDER, STAGE, GraderUsageError, SteppedAttention, grade, stage_number
+from labkit.grader import BY_KEY, CATALOGUE, LADDER, STAGE, GraderUsageError, grade, stage_number
 from labkit.grader.__main__ import main
 from labkit.grader.ladder import run_stage
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("cls", [mm.Attention, SteppedAttention], ids=["minimind_ref", "stepped"])
+@pytest.mark.parametrize("cls", [mm.Attention], ids=["minimind_ref"])
 def test_the_reference_passes_every_stage(cls, capsys):
     report = grade(cls)
     assert report.passed and [s.key for s in report.passed_stages] == [s.key for s in LADDER]
@@ -57,7 +57,7 @@ def test_the_catalogue_lists_every_mistake_the_issue_names_with_a_module_that_ex
     for mistake in CATALOGUE:
         assert (ROOT / "modules" / mistake.module / "README.md").is_file()
         assert mistake.stage in STAGE and mistake.diagnosis.count(". ") == 0, mistake.key  # one sentence
-        assert issubclass(mistake.plant, SteppedAttention)
+        assert issubclass(mistake.plant, mm.Attention)
 
 
 def test_the_report_places_the_difference():
@@ -72,7 +72,7 @@ def test_the_report_places_the_difference():
 
 
 def test_an_unknown_mistake_is_located_but_not_named():
-    class Louder(SteppedAttention):
+    class Louder(mm.Attention):
         def forward(self, *args):
             out, weights = super().forward(*args)
             return out * 1.01, weights
@@ -97,7 +97,7 @@ def test_a_class_not_written_yet_says_not_yet():
 
 
 def test_missing_qk_norm_parameters_fail_stage_9_not_the_usage():
-    class NoNorms(SteppedAttention):
+    class NoNorms(mm.Attention):
         def __init__(self, config, layer_idx=0):
             super().__init__(mm.MiniMindConfig(**{**config.to_dict(), "qk_norm": False}), layer_idx)
 
@@ -116,7 +116,7 @@ def test_a_class_that_cannot_be_plugged_in_is_refused(cls, words):
 
 
 def test_parameters_named_otherwise_are_refused_naming_them():
-    class Renamed(SteppedAttention):
+    class Renamed(mm.Attention):
         def __init__(self, config, layer_idx=0):
             super().__init__(config, layer_idx)
             self.wq = self.q_proj
@@ -128,11 +128,11 @@ def test_parameters_named_otherwise_are_refused_naming_them():
 
 # -- the command line: python -m labkit.grader FILE (make grade FILE=...) -------------------------
 
-HEADER = "from labkit.grader import SteppedAttention\nfrom labkit.grader.catalogue import RepeatTiled\n\n"
+HEADER = "from minimind_ref import Attention\nfrom labkit.grader.mistakes import RepeatTiled\n\n"
 
 
 @pytest.mark.parametrize("body, status", [
-    ("class MyAttention(SteppedAttention):\n    pass\n", 0),
+    ("class MyAttention(Attention):\n    pass\n", 0),
     ("class MyAttention(RepeatTiled):\n    pass\n", 1),
 ])
 def test_the_command_line_exits_0_when_right_and_1_at_a_failed_stage(tmp_path, capsys, body, status):
@@ -147,8 +147,8 @@ def test_the_command_line_exits_0_when_right_and_1_at_a_failed_stage(tmp_path, c
     (None, [], "no such file"),
     ("import nowhere_to_be_found\n", [], "does not import: ModuleNotFoundError"),
     ("x = 1\n", [], "must define exactly one nn.Module class"),
-    (HEADER + "class A(SteppedAttention):\n    pass\n\nclass B(SteppedAttention):\n    pass\n", [], "it defines A, B"),
-    (HEADER + "class A(SteppedAttention):\n    pass\n", ["--class", "C"], "--class C"),
+    (HEADER + "class A(Attention):\n    pass\n\nclass B(Attention):\n    pass\n", [], "it defines A, B"),
+    (HEADER + "class A(Attention):\n    pass\n", ["--class", "C"], "--class C"),
     ("from torch import nn\n\nclass A(nn.Module):\n    def __init__(self):\n        super().__init__()\n", [],
      "(config, layer_idx)"),
 ])
@@ -232,7 +232,7 @@ def test_an_in_place_change_autograd_needs_is_an_error_in_the_backward():
 
 
 def test_a_wrong_weight_gradient_is_placed_by_head_row_and_column():
-    class HalfValueGradient(SteppedAttention):  # a straight-through: same value, half the gradient
+    class HalfValueGradient(mm.Attention):  # a straight-through: same value, half the gradient
         def merge_heads(self, out):
             return super().merge_heads(out * 0.5 + (out * 0.5).detach())
 
@@ -245,7 +245,7 @@ def test_a_wrong_weight_gradient_is_placed_by_head_row_and_column():
 
 
 def test_an_output_cut_from_the_graph_is_named():
-    class Frozen(SteppedAttention):
+    class Frozen(mm.Attention):
         def forward(self, *args):
             out, weights = super().forward(*args)
             return out.detach(), weights

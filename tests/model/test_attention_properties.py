@@ -77,16 +77,17 @@ def attention_problems(draw, dtypes=tuple(TOLERANCE)):
 
 
 def torch_reference(q, k, v, attn_mask, is_causal, scale, enable_gqa):
-    """torch's SDPA given the course's bottom-right causal mask explicitly."""
+    """torch's SDPA given everything hidden as one additive float mask: the course's bottom-right
+    causal part built here from its definition (query i sees keys j <= i + S - T)."""
+    query_len, key_len = q.shape[-2], k.shape[-2]
+    bias = torch.zeros(query_len, key_len, dtype=q.dtype)
+    if attn_mask is not None:
+        hidden = ~attn_mask if attn_mask.dtype == torch.bool else torch.zeros_like(attn_mask, dtype=torch.bool)
+        bias = (bias + (0 if attn_mask.dtype == torch.bool else attn_mask)).masked_fill(hidden, -math.inf)
     if is_causal:
-        causal = mm.causal_mask(q.shape[-2], k.shape[-2])
-        if attn_mask is None:
-            attn_mask = causal
-        elif attn_mask.dtype == torch.bool:
-            attn_mask = attn_mask & causal
-        else:
-            attn_mask = attn_mask.masked_fill(~causal, -math.inf)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale, enable_gqa=enable_gqa)
+        future = torch.arange(key_len)[None, :] > torch.arange(query_len)[:, None] + (key_len - query_len)
+        bias = bias.masked_fill(future, -math.inf)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=enable_gqa)
 
 
 def relative_error(ours: torch.Tensor, expected: torch.Tensor) -> float:

@@ -101,19 +101,3 @@ def test_generate_errors_are_clear(model, prompt):
         model.generate(prompt, 4, temperature=1.0, top_p=1.5)
     with pytest.raises(ValueError, match="batch size"):
         model.generate(prompt, 4, attention_mask=torch.ones(3, 9))
-
-
-@pytest.mark.parametrize("use_cache", [True, False])
-def test_arguments_are_checked_once_per_call_not_per_token(model, prompt, monkeypatch, use_cache):
-    """generate validates its prompt once; the tokens it makes itself need no second look (the
-    check scans every id, which would cost a pass over the sequence at every step)."""
-    import minimind_ref.model as model_module
-
-    calls = []
-    checked = model_module.check_inputs
-    monkeypatch.setattr(model_module, "check_inputs",
-                        lambda *args, **kwargs: (calls.append(1), checked(*args, **kwargs)))
-    tokens = model.generate(prompt, max_new_tokens=12, use_cache=use_cache)
-    assert tokens.shape[1] == prompt.shape[1] + 12 and len(calls) == 1
-    model(prompt)  # and forward checks on every call of its own
-    assert len(calls) == 2

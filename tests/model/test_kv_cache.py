@@ -6,6 +6,7 @@ import torch
 
 import minimind_ref as mm
 from minimind_ref import CacheError, KVCache
+from minimind_ref._checks.cache import check_cache_fits
 
 
 def kv(config, batch, tokens):
@@ -84,13 +85,13 @@ def test_nbytes_counts_half_precision_at_two_bytes(tiny_config):
     assert cache.allocated_nbytes() == 2 * 2 * 2 * 16 * 2 * 8 * 3  # capacity 8, spare included
 
 
-def test_refuses_another_batch_size(tiny_config):
+def test_refuses_another_batch_size_or_model(tiny_config):
     config = tiny_config()
     cache = KVCache(config, batch_size=2)
     with pytest.raises(CacheError, match=r"built for batch size 2, but the input has batch size 3"):
-        cache.check_input(3, 1)
-    with pytest.raises(CacheError, match=r"batch"):
-        cache.update(0, *kv(config, 3, 1))
+        check_cache_fits(cache, config, 3, 1)
+    with pytest.raises(CacheError, match=r"num_key_value_heads"):
+        check_cache_fits(KVCache(config.replace(num_key_value_heads=4), 2), config, 2, 1)
 
 
 def test_refuses_passing_max_position_embeddings(tiny_config):
@@ -98,27 +99,30 @@ def test_refuses_passing_max_position_embeddings(tiny_config):
     cache = KVCache(config, batch_size=1)
     cache.update(0, *kv(config, 1, 8))
     with pytest.raises(CacheError, match=r"max_position_embeddings \(10\)"):
-        cache.check_input(1, 3)
-    with pytest.raises(CacheError, match=r"max_position_embeddings \(10\)"):
-        cache.update(0, *kv(config, 1, 3))
-    assert cache.get_seq_length(0) == 8  # the refused update left it as it was
-    cache.check_input(1, 2)  # exactly reaching the limit is fine
+        check_cache_fits(cache, config, 1, 3)
+    check_cache_fits(cache, config, 1, 2)  # exactly reaching the limit is fine
 
 
-def test_refuses_wrong_key_shape(tiny_config):
-    config = tiny_config()  # 2 KV heads, head_dim 16
+def test_wider_keys_widen_the_storage_rather_than_overflow(tiny_config):
+    """A float64 key of 1e5 written into a float16 cache would become inf: the storage widens."""
+    config = tiny_config()
     cache = KVCache(config, batch_size=1)
-    with pytest.raises(CacheError, match=r"expects keys and values of shape .* \(1, 2, 3, 16\), got k \(1, 4, 3, 16\)"):
-        cache.update(0, torch.randn(1, 4, 3, 16), torch.randn(1, 4, 3, 16))  # query heads, not KV heads
-    with pytest.raises(CacheError, match=r"head_dim"):
-        cache.update(0, torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8))
-    with pytest.raises(CacheError, match=r"got k \(1, 2, 3, 16\) and v \(1, 2, 2, 16\)"):
-        cache.update(0, torch.randn(1, 2, 3, 16), torch.randn(1, 2, 2, 16))
+    cache.update(0, *(t.half() for t in kv(config, 1, 2)))
+    k, v = kv(config, 1, 1)
+    keys, _ = cache.update(0, (k * 0 + 1e5).double(), v.double())
+    assert keys.dtype == torch.float64 and torch.isfinite(keys).all() and keys[0, 0, 2, 0].item() == 1e5
+    assert torch.equal(keys[:, :, :2].half(), cache.layer(0)[0][:, :, :2].half())
 
 
 def test_refuses_bad_batch_size_and_empty_layer(tiny_config):
-    with pytest.raises(CacheError, match="batch_size must be positive"):
-        KVCache(tiny_config(), batch_size=0)
+    for bad in (0, -1, "2", 2.5, True):
+        with pytest.raises(CacheError, match="batch_size must be a positive integer"):
+            KVCache(tiny_config(), batch_size=bad)
+    for bad in (0, 2.5, "8"):
+        with pytest.raises(CacheError, match="capacity must be a positive integer"):
+            KVCache(tiny_config(), batch_size=1, capacity=bad)
+    with pytest.raises(TypeError, match="MiniMindConfig"):
+        KVCache(None, batch_size=1)
     with pytest.raises(CacheError, match="layer 1 of the KV cache holds nothing"):
         KVCache(tiny_config(), batch_size=1).layer(1)
 

@@ -7,7 +7,8 @@ S - T + i among S keys, so it may see key j exactly when j <= S - T + i (bottom-
 import pytest
 import torch
 
-from minimind_ref.masks import causal_mask, check_attention_mask, combined_mask, padding_mask
+from minimind_ref._checks.model import check_attention_mask
+from minimind_ref.masks import causal_mask, combined_mask, padding_mask
 
 
 def brute_force_causal(query_len, key_len):

@@ -186,8 +186,10 @@ def test_parameter_count_is_the_closed_form():
     (dict(num_attention_heads=2.5), "num_attention_heads must be a positive integer"),
     (dict(q_lora_rank=0), "q_lora_rank must be a positive integer"),
     (dict(v_head_dim=True), "v_head_dim must be a positive integer"),
-    (dict(rope_theta=1.0), "rope_theta must be greater than 1"),
-    (dict(rms_norm_eps=0.0), "rms_norm_eps must be positive"),
+    (dict(rope_theta=1.0), "rope_theta must be a finite number greater than 1"),
+    (dict(rms_norm_eps=0.0), "rms_norm_eps must be a finite positive number"),
+    (dict(rms_norm_eps=float("inf")), "rms_norm_eps must be a finite positive number, got inf"),
+    (dict(rope_theta=float("nan")), "rope_theta must be a finite number greater than 1, got nan"),
     (dict(rope_interleave="yes"), "rope_interleave must be True or False"),
 ])
 def test_bad_configs_are_refused_with_the_rule(change, words):

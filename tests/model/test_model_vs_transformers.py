@@ -199,7 +199,7 @@ def test_loss_is_next_token_cross_entropy():
 
 def test_forward_input_errors_are_clear():
     model = mm.MiniMindForCausalLM(small_config())
-    with pytest.raises(ValueError, match="2-D tensor"):
+    with pytest.raises(ValueError, match="input_ids must be 2-D"):
         model(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="vocab_size=128"):
         model(torch.tensor([[1, 128]]))

@@ -20,8 +20,11 @@ import numbers
 
 import torch
 
-# The dtypes torch's attention supports on the CPU. Half precision is computed in float32 (see
-# `compute_dtype`), as torch's CPU kernels do.
+from .cache import CacheError
+from .values import is_int
+
+# The dtypes torch's attention supports on the CPU. Half precision is computed in float32, as
+# torch's CPU kernels do.
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
@@ -76,18 +79,12 @@ def check_attention_args(caller: str, q, k, v, attn_mask=None, is_causal=False, 
         raise TypeError(f"{caller}: enable_gqa must be True or False, got {enable_gqa!r}.")
 
 
-def default_scale(scale: float | None, head_dim: int) -> float:
-    """1/sqrt(head_dim) unless given. A head_dim of 0 makes every score 0 whatever the scale."""
-    if scale is not None:
-        return float(scale)
-    return 1.0 / math.sqrt(head_dim) if head_dim else 1.0
-
-
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype attention computes in: float32 for half precision, as torch's CPU kernels do
-    (a float16 score of two large vectors overflows at 65504, and a half-precision softmax loses
-    the small weights); the input's own dtype otherwise."""
-    return torch.promote_types(dtype, torch.float32)
+def check_flash_args(caller: str, q, k, v, attn_mask, is_causal, scale, enable_gqa, block_q, block_k) -> None:
+    """What attention accepts, and FlashAttention's tile sizes."""
+    check_attention_args(caller, q, k, v, attn_mask, is_causal, scale, 0.0, enable_gqa)
+    for name, size in (("block_q", block_q), ("block_k", block_k)):
+        if not is_int(size) or size < 1:
+            raise ValueError(f"{caller}: {name} (a tile size) must be a positive int, got {size!r}.")
 
 
 def _check_heads(caller: str, heads: int, kv_heads: int, enable_gqa: bool) -> None:
@@ -116,9 +113,60 @@ def _check_mask(caller: str, attn_mask, q: torch.Tensor, k: torch.Tensor) -> Non
     if attn_mask.device != q.device:
         raise ValueError(f"{caller}: attn_mask is on {attn_mask.device} but q is on {q.device}.")
     scores_shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-    try:
-        torch.broadcast_shapes(attn_mask.shape, scores_shape)
+    try:  # broadcast *to* the scores: a larger batch or an extra leading dimension would grow them
+        fits = attn_mask.dim() <= 4 and torch.broadcast_shapes(attn_mask.shape, scores_shape) == scores_shape
     except RuntimeError:
+        fits = False
+    if not fits:
         raise ValueError(
             f"{caller}: attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the scores "
-            f"[batch, heads, queries, keys] = {scores_shape}.") from None
+            f"[batch, heads, queries, keys] = {scores_shape}: each of its dimensions must be 1 or the "
+            f"scores' own, with at most 4 dimensions.")
+
+
+def check_repeat_kv(x, n_rep) -> None:
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"repeat_kv expects a 4-D tensor [batch, kv_heads, seq, head_dim], got {shape}.")
+    if not is_int(n_rep) or n_rep < 1:
+        raise ValueError(f"repeat_kv's n_rep must be a positive integer, got {n_rep!r}.")
+
+
+def check_rotary_args(q, k, cos, sin) -> None:
+    """apply_rotary_pos_emb's: q [B, H, T, D], k [B, H_kv, T, D], cos and sin [T, D] or [B, T, D]."""
+    for name, t in (("q", q), ("k", k), ("cos", cos), ("sin", sin)):
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
+            what = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+            raise TypeError(f"apply_rotary_pos_emb: {name} must be a floating-point tensor, got {what}.")
+    if q.dim() != 4 or k.dim() != 4 or cos.dim() not in (2, 3):
+        raise ValueError(
+            f"apply_rotary_pos_emb: q and k must be [B, H, T, D] and cos, sin [T, D] or [B, T, D], got q "
+            f"{tuple(q.shape)}, k {tuple(k.shape)}, cos {tuple(cos.shape)}.")
+    T, D = q.shape[2], q.shape[3]
+    table = (T, D) if cos.dim() == 2 else (q.shape[0], T, D)
+    if cos.shape != sin.shape or tuple(cos.shape) != table or k.shape[0] != q.shape[0] or k.shape[2:] != q.shape[2:] \
+            or D % 2:
+        raise ValueError(
+            f"apply_rotary_pos_emb: q {tuple(q.shape)} and k {tuple(k.shape)} must share batch, length T and an "
+            f"even head_dim D, and cos and sin be [T, D] = {(T, D)} or [B, T, D], got cos {tuple(cos.shape)} and "
+            f"sin {tuple(sin.shape)}.")
+
+
+def check_mla_inputs(config, x, cache, absorbed, cache_type) -> None:
+    """MultiHeadLatentAttention.forward's: hidden states [B, T, C] and its own latent cache."""
+    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+        what = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(
+            f"MultiHeadLatentAttention expects hidden states (floating point) [batch, seq, hidden_size], got {what}: "
+            f"token ids go through an embedding first.")
+    if x.dim() != 3 or x.shape[-1] != config.hidden_size or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"MultiHeadLatentAttention expects x as [batch, seq, hidden_size={config.hidden_size}] "
+                         f"with at least one token, got shape {tuple(x.shape)}.")
+    if cache is not None:
+        if not isinstance(cache, cache_type):
+            raise TypeError(f"MultiHeadLatentAttention's cache must be a LatentCache (it stores latents, not keys "
+                            f"and values), got {type(cache).__name__}.")
+        if cache.config.kv_lora_rank != config.kv_lora_rank or cache.config.qk_rope_head_dim != config.qk_rope_head_dim:
+            raise CacheError("this LatentCache was built for another MLAConfig (its d_c or d_R differs).")
+    if not isinstance(absorbed, bool):
+        raise TypeError(f"MultiHeadLatentAttention: absorbed must be True or False, got {absorbed!r}.")

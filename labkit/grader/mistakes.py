@@ -1,8 +1,9 @@
 """The catalogue of known mistakes: each one planted in MiniMind's attention by one small class.
 
 Every entry is data (a key, a title, a one-sentence diagnosis, the module that teaches the step,
-the stage of the ladder that should first catch it) plus `plant`, a subclass of `SteppedAttention`
-that overrides exactly one step (two where a step moves: q/k norm after RoPE). The grader runs
+the stage of the ladder that should first catch it) plus `plant`, a subclass of
+`minimind_ref.Attention` (whose forward is one method per step) that overrides exactly one step
+(two where a step moves: q/k norm after RoPE). The grader runs
 the planted classes on the stage a learner fails and names those whose output the learner's
 matches; the guide of module 10 shows this table, and the tests plant every entry and require
 the grader to name it, at its stage.
@@ -15,8 +16,7 @@ from dataclasses import dataclass
 import torch
 
 import minimind_ref as mm
-
-from .stepped import SteppedAttention
+from minimind_ref import Attention
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Mistake:
     diagnosis: str  # one sentence: what is wrong and what is right
     module: str  # the module that teaches the step, NN_slug
     stage: str  # the key of the stage that should first catch it
-    plant: type  # a SteppedAttention with exactly this mistake
+    plant: type  # a minimind_ref.Attention with exactly this mistake
 
     @property
     def teaches(self) -> str:
@@ -35,22 +35,22 @@ class Mistake:
 
 # -- scores and softmax ---------------------------------------------------------------------------
 
-class UnscaledScores(SteppedAttention):
+class UnscaledScores(Attention):
     def scores(self, q, k):
         return q @ k.transpose(-2, -1)
 
 
-class ScaledByD(SteppedAttention):
+class ScaledByD(Attention):
     def scores(self, q, k):
         return (q @ k.transpose(-2, -1)) / self.head_dim
 
 
-class KeysNotTransposed(SteppedAttention):
+class KeysNotTransposed(Attention):
     def scores(self, q, k):
         return (q @ k) / self.head_dim ** 0.5
 
 
-class SoftmaxOverQueries(SteppedAttention):
+class SoftmaxOverQueries(Attention):
     def softmax(self, scores, visible):
         weights = torch.softmax(scores.float(), dim=-2).type_as(scores)
         return weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
@@ -58,21 +58,21 @@ class SoftmaxOverQueries(SteppedAttention):
 
 # -- masks ----------------------------------------------------------------------------------------
 
-class TopLeftCausal(SteppedAttention):
+class TopLeftCausal(Attention):
     def visible(self, attn_mask, query_len, key_len, device):
         if attn_mask is not None:
             return attn_mask
         return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril()  # torch's is_causal
 
 
-class NoMaskAfterCache(SteppedAttention):
+class NoMaskAfterCache(Attention):
     def visible(self, attn_mask, query_len, key_len, device):
         if attn_mask is None and query_len < key_len:  # "after a cache every key is in the past"
             return torch.ones(query_len, key_len, dtype=torch.bool, device=device)
         return super().visible(attn_mask, query_len, key_len, device)
 
 
-class MaskAfterSoftmax(SteppedAttention):
+class MaskAfterSoftmax(Attention):
     def mask(self, scores, visible):
         return scores
 
@@ -80,12 +80,12 @@ class MaskAfterSoftmax(SteppedAttention):
         return torch.softmax(scores.float(), dim=-1).type_as(scores).masked_fill(~visible, 0.0)
 
 
-class MinusBillionFill(SteppedAttention):
+class MinusBillionFill(Attention):
     def mask(self, scores, visible):
         return scores.masked_fill(~visible, -1e9)
 
 
-class MinusInfinityFill(SteppedAttention):
+class MinusInfinityFill(Attention):
     def mask(self, scores, visible):
         return scores.masked_fill(~visible, float("-inf"))
 
@@ -95,7 +95,7 @@ class MinusInfinityFill(SteppedAttention):
 
 # -- positions ------------------------------------------------------------------------------------
 
-class RopeOnValues(SteppedAttention):
+class RopeOnValues(Attention):
     def rotate(self, q, k, v, cos, sin, cache):
         q, k = mm.apply_rotary_pos_emb(q, k, cos, sin)
         _, v = mm.apply_rotary_pos_emb(q, v, cos, sin)
@@ -112,12 +112,12 @@ def rotate_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     return torch.stack((even * c - odd * s, even * s + odd * c), dim=-1).flatten(-2)
 
 
-class InterleavedRope(SteppedAttention):
+class InterleavedRope(Attention):
     def rotate(self, q, k, v, cos, sin, cache):
         return rotate_interleaved(q, cos, sin), rotate_interleaved(k, cos, sin), v
 
 
-class PositionsFromZero(SteppedAttention):
+class PositionsFromZero(Attention):
     def rotate(self, q, k, v, cos, sin, cache):
         if cache is not None and cache.get_seq_length(self.layer_idx) > 0:
             # the angles of positions 0 .. T-1, as if the new tokens started the sequence
@@ -125,12 +125,12 @@ class PositionsFromZero(SteppedAttention):
         return super().rotate(q, k, v, cos, sin, cache)
 
 
-class QKNormSkipped(SteppedAttention):
+class QKNormSkipped(Attention):
     def normalise(self, q, k):
         return q, k
 
 
-class QKNormAfterRope(SteppedAttention):
+class QKNormAfterRope(Attention):
     def normalise(self, q, k):
         return q, k
 
@@ -143,18 +143,18 @@ class QKNormAfterRope(SteppedAttention):
 
 # -- heads ----------------------------------------------------------------------------------------
 
-class RepeatTiled(SteppedAttention):
+class RepeatTiled(Attention):
     def share_kv(self, kv):
         return kv.repeat(1, self.n_rep, 1, 1)
 
 
-class MergeWithoutTranspose(SteppedAttention):
+class MergeWithoutTranspose(Attention):
     def merge_heads(self, out):
         batch, heads, seq_len, head_dim = out.shape
         return out.reshape(batch, seq_len, heads * head_dim)
 
 
-class ViewNonContiguous(SteppedAttention):
+class ViewNonContiguous(Attention):
     def merge_heads(self, out):
         batch, heads, seq_len, head_dim = out.shape
         return out.transpose(1, 2).view(batch, seq_len, heads * head_dim)
@@ -162,7 +162,7 @@ class ViewNonContiguous(SteppedAttention):
 
 # -- the cache ------------------------------------------------------------------------------------
 
-class CacheOnHeadsAxis(SteppedAttention):
+class CacheOnHeadsAxis(Attention):
     def append_to_cache(self, cache, k, v):
         if cache.get_seq_length(self.layer_idx) == 0:
             return cache.update(self.layer_idx, k, v)
@@ -171,26 +171,26 @@ class CacheOnHeadsAxis(SteppedAttention):
         return torch.cat([old_k, k], dim=1), torch.cat([old_v, v], dim=1)
 
 
-class OneCacheSlot(SteppedAttention):
+class OneCacheSlot(Attention):
     def append_to_cache(self, cache, k, v):
         return cache.update(0, k, v)
 
 
 # -- the backward pass: each forward below is right, its gradients are not -----------------------
 
-class DetachedKeys(SteppedAttention):
+class DetachedKeys(Attention):
     def scores(self, q, k):
         return (q @ k.detach().transpose(-2, -1)) / self.head_dim ** 0.5
 
 
-class SoftmaxSumDetached(SteppedAttention):
+class SoftmaxSumDetached(Attention):
     def softmax(self, scores, visible):
         shifted = torch.exp(scores.float() - scores.float().amax(dim=-1, keepdim=True))
         weights = (shifted / shifted.sum(dim=-1, keepdim=True).detach()).type_as(scores)
         return weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
 
 
-class ScaledUnderNoGrad(SteppedAttention):
+class ScaledUnderNoGrad(Attention):
     def scores(self, q, k):
         scores = q @ k.transpose(-2, -1)
         with torch.no_grad():  # "the scale is a constant, autograd need not see it"
@@ -198,7 +198,7 @@ class ScaledUnderNoGrad(SteppedAttention):
         return scores
 
 
-class SoftmaxZeroedInPlace(SteppedAttention):
+class SoftmaxZeroedInPlace(Attention):
     def softmax(self, scores, visible):
         weights = torch.softmax(scores.float(), dim=-1).type_as(scores)
         return weights.masked_fill_(~visible.any(dim=-1, keepdim=True), 0.0)
