@@ -19,13 +19,6 @@ WORDS = 5
 PENDING: set[str] = {
     "tests/course/test_facts_04_gqa.py::test_quiz_explanation_numbers",
     "tests/course/test_facts_04_gqa_mla.py::test_script_docstring_numbers",
-    "tests/course/test_facts_05_masking.py::test_guide_alignment_numbers",
-    "tests/course/test_facts_05_masking.py::test_guide_experiment_defaults",
-    "tests/course/test_facts_05_masking.py::test_guide_float16_numbers",
-    "tests/course/test_facts_05_masking.py::test_guide_training_floors",
-    "tests/course/test_facts_05_masking.py::test_minimind_upstream_causal_fix_worked_example",
-    "tests/course/test_facts_05_masking.py::test_notebook_prose_numbers",
-    "tests/course/test_facts_05_masking.py::test_quiz_mistral_arxiv_id_matches_the_guide",
     "tests/course/test_facts_06_rope.py::test_module_06_guide_experiment_descriptions_match_the_defaults",
     "tests/course/test_facts_06_rope.py::test_module_06_guide_numbers",
     "tests/course/test_facts_06_rope.py::test_module_06_guide_precision_facts",
