@@ -19,12 +19,6 @@ WORDS = 5
 PENDING: set[str] = {
     "tests/course/test_facts_04_gqa.py::test_quiz_explanation_numbers",
     "tests/course/test_facts_04_gqa_mla.py::test_script_docstring_numbers",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_experiment_descriptions_match_the_defaults",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_numbers",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_precision_facts",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_yarn_changes_short_prompts",
-    "tests/course/test_facts_06_rope.py::test_module_06_notebook_prose_numbers",
-    "tests/course/test_facts_06_rope.py::test_yarn_temperature_and_the_papers_ramp",
     "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_ablations_and_sinks",
     "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_head_scores",
     "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_model_and_training",
