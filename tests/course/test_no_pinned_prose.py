@@ -19,10 +19,6 @@ WORDS = 5
 PENDING: set[str] = {
     "tests/course/test_facts_04_gqa.py::test_quiz_explanation_numbers",
     "tests/course/test_facts_04_gqa_mla.py::test_script_docstring_numbers",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_ablations_and_sinks",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_head_scores",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_model_and_training",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_notebook_prose_numbers",
     "tests/course/test_facts_10_capstone.py::test_quiz_explanation_numbers",
     "tests/course/test_readme.py::test_default_model_numbers_are_the_computed_ones",
 }
