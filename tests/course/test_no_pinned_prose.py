@@ -17,7 +17,6 @@ WORDS = 5
 # and guide asserts still waiting for their facts. Each entry is "file::function"; remove it when
 # that function pins no sentence any more. The list may only shrink.
 PENDING: set[str] = {
-    "tests/course/test_facts_04_gqa_mla.py::test_script_docstring_numbers",
     "tests/course/test_readme.py::test_default_model_numbers_are_the_computed_ones",
 }
 
