@@ -13,12 +13,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = 5
-# Tests not converted yet (issue 25): quiz explanations, which quizzes/ will bind by executable checks,
-# and guide asserts still waiting for their facts. Each entry is "file::function"; remove it when
-# that function pins no sentence any more. The list may only shrink.
-PENDING: set[str] = {
-    "tests/course/test_readme.py::test_default_model_numbers_are_the_computed_ones",
-}
 
 
 def _literal_words(node: ast.expr) -> int:
@@ -48,8 +42,7 @@ def test_no_test_pins_a_sentence():
     for path in sorted((ROOT / "tests" / "course").rglob("*.py")):
         name = path.relative_to(ROOT).as_posix()
         for function, line, literal in pinned_sentences(path):
-            if f"{name}::{function}" not in PENDING:
-                pinned.append(f"{name}:{line} ({function}): {literal}")
+            pinned.append(f"{name}:{line} ({function}): {literal}")
     assert not pinned, ("tests that pin a sentence of prose; bind its number or behaviour as a fact instead "
                         "(CONTRIBUTING.md, 'Bound facts'):\n" + "\n".join(pinned))
 
