@@ -74,7 +74,7 @@ def masked_fill_float16_overflow_message():
 
 
 @fact
-def exp1_fill_rows_default():
+def masking_exp1_fill_rows_default():
     return default_of("exp1_fill_values", "--rows")
 
 
@@ -162,28 +162,28 @@ def minimind2_right_on_prompt_and_single_steps():
 
 
 @fact
-def exp3_data():
+def masking_exp3_data():
     """(tokens, vocabulary, random targets, targets) of exp3's word-repeat data."""
     e = exp3()
     return (e.LENGTH, e.VOCAB, e.LENGTH - 1 - e.WORD, e.LENGTH - 1)
 
 
 @fact
-def exp3_notebook_data():
+def masking_exp3_notebook_data():
     """(tokens, vocabulary, word length, gap) as the notebook describes the data."""
     e = exp3()
     return (e.LENGTH, e.VOCAB, e.WORD, e.GAP)
 
 
 @fact
-def exp3_random_of_targets():
+def masking_exp3_random_of_targets():
     """(vocabulary, random targets, targets): `ln V` for R of the T targets."""
     e = exp3()
     return (e.VOCAB, e.LENGTH - 1 - e.WORD, e.LENGTH - 1)
 
 
 @fact
-def exp3_honest_floor():
+def masking_exp3_honest_floor():
     e = exp3()
     random_targets, targets = e.LENGTH - 1 - e.WORD, e.LENGTH - 1
     assert math.isclose(e.honest_floor(), random_targets / targets * math.log(e.VOCAB))
@@ -191,32 +191,32 @@ def exp3_honest_floor():
 
 
 @fact
-def exp3_honest_floor_formula():
+def masking_exp3_honest_floor_formula():
     """`R/T ln V = floor`."""
     e = exp3()
-    return (e.LENGTH - 1 - e.WORD, e.LENGTH - 1, e.VOCAB, exp3_honest_floor())
+    return (e.LENGTH - 1 - e.WORD, e.LENGTH - 1, e.VOCAB, masking_exp3_honest_floor())
 
 
 @fact
-def exp3_cheating_floor():
+def masking_exp3_cheating_floor():
     return exp3().cheating_floor()
 
 
 @fact
-def exp3_cheating_floor_formula():
+def masking_exp3_cheating_floor_formula():
     """`ln V / T = floor`."""
     e = exp3()
     return (e.VOCAB, e.LENGTH - 1, e.cheating_floor())
 
 
 @fact
-def exp3_look_back():
+def masking_exp3_look_back():
     """The causal model's pattern: target t + 1 is token t + 1 - SECOND, key t - (SECOND - 1)."""
     return exp3().SECOND - 1
 
 
 @fact
-def exp3_decode_prefix():
+def masking_exp3_decode_prefix():
     """The tokens given before decoding: the word and the noise, up to the second copy."""
     e = exp3()
     assert e.SECOND == e.WORD + e.GAP
@@ -224,7 +224,7 @@ def exp3_decode_prefix():
 
 
 @fact
-def exp3_word_length():
+def masking_exp3_word_length():
     return exp3().WORD
 
 
@@ -232,12 +232,12 @@ def exp3_word_length():
 
 
 @fact
-def exp4_prompts_default():
+def masking_exp4_prompts_default():
     return default_of("exp4_padding_side", "--prompts")
 
 
 @fact
-def exp4_prompt_lengths():
+def masking_exp4_prompt_lengths():
     """Prompts stop inside the word's second copy: SECOND to SECOND + WORD - 1 tokens."""
     e = exp3()
     return (e.SECOND, e.SECOND + e.WORD - 1)

@@ -1,7 +1,7 @@
-"""Module 09's facts, measured on the committed tiny MiniMind with the same calls and prompts as the
-experiment scripts' defaults: its size and recipe (labkit.tiny_model, labkit.tiny_data), the head
+"""Module 09's facts, measured on the committed tiny MiniMind with the same calls and prompts as
+the experiment scripts' defaults: its size and recipe (labkit.tiny_model, labkit.tiny_data), the head
 scores against an even spread, the ablations and the attention sink. Values from float32 inference
-carry quoting's INFERENCE_SPREAD.
+carry quoting's INFERENCE_SPREAD. The tiny model's layer and head counts are module 01's facts.
 """
 
 from __future__ import annotations
@@ -69,12 +69,6 @@ def even_previous(T: int) -> float:
 
 
 # ------------------------------------------------------------------------ the model and training
-
-
-@fact
-def tiny_layers_and_heads():
-    config = model().config
-    return config.num_hidden_layers, config.num_attention_heads
 
 
 @fact
