@@ -13,32 +13,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = 5
-# Tests not converted yet (issue 25): quiz explanations, which quizzes/ will bind by executable checks,
-# and guide asserts still waiting for their facts. Each entry is "file::function"; remove it when
-# that function pins no sentence any more. The list may only shrink.
-PENDING: set[str] = {
-    "tests/course/test_facts_04_gqa.py::test_quiz_explanation_numbers",
-    "tests/course/test_facts_04_gqa_mla.py::test_script_docstring_numbers",
-    "tests/course/test_facts_05_masking.py::test_guide_alignment_numbers",
-    "tests/course/test_facts_05_masking.py::test_guide_experiment_defaults",
-    "tests/course/test_facts_05_masking.py::test_guide_float16_numbers",
-    "tests/course/test_facts_05_masking.py::test_guide_training_floors",
-    "tests/course/test_facts_05_masking.py::test_minimind_upstream_causal_fix_worked_example",
-    "tests/course/test_facts_05_masking.py::test_notebook_prose_numbers",
-    "tests/course/test_facts_05_masking.py::test_quiz_mistral_arxiv_id_matches_the_guide",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_experiment_descriptions_match_the_defaults",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_numbers",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_precision_facts",
-    "tests/course/test_facts_06_rope.py::test_module_06_guide_yarn_changes_short_prompts",
-    "tests/course/test_facts_06_rope.py::test_module_06_notebook_prose_numbers",
-    "tests/course/test_facts_06_rope.py::test_yarn_temperature_and_the_papers_ramp",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_ablations_and_sinks",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_head_scores",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_guide_model_and_training",
-    "tests/course/test_facts_09_reading_heads.py::test_module_09_notebook_prose_numbers",
-    "tests/course/test_facts_10_capstone.py::test_quiz_explanation_numbers",
-    "tests/course/test_readme.py::test_default_model_numbers_are_the_computed_ones",
-}
 
 
 def _literal_words(node: ast.expr) -> int:
@@ -68,8 +42,7 @@ def test_no_test_pins_a_sentence():
     for path in sorted((ROOT / "tests" / "course").rglob("*.py")):
         name = path.relative_to(ROOT).as_posix()
         for function, line, literal in pinned_sentences(path):
-            if f"{name}::{function}" not in PENDING:
-                pinned.append(f"{name}:{line} ({function}): {literal}")
+            pinned.append(f"{name}:{line} ({function}): {literal}")
     assert not pinned, ("tests that pin a sentence of prose; bind its number or behaviour as a fact instead "
                         "(CONTRIBUTING.md, 'Bound facts'):\n" + "\n".join(pinned))
 
