@@ -71,8 +71,9 @@ def rotation_matrices(dim: int, position: int, base: float) -> tuple[torch.Tenso
     r_complex = apply_rotary_complex(basis, positions, rope_inverse_frequencies(dim, base).double()).T
     cos, sin = precompute_freqs_cis(dim, position + 1, base)
     cos, sin = cos[position].double().expand(dim, dim), sin[position].double().expand(dim, dim)
-    r_half, _ = apply_rotary_pos_emb(basis, basis, cos, sin)
-    return r_complex, r_half.T
+    rows = basis[None, None]  # [1, 1, T, d]: the d basis vectors as d positions, all at `position`
+    r_half, _ = apply_rotary_pos_emb(rows, rows, cos, sin)
+    return r_complex, r_half[0, 0].T
 
 
 def transformers_permute(w: torch.Tensor, heads: int) -> torch.Tensor:

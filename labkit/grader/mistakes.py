@@ -33,24 +33,35 @@ class Mistake:
         return f"module {self.module[:2]} (modules/{self.module}/README.md)"
 
 
+class Planted(Attention):
+    """minimind_ref's Attention that always runs its steps one by one. With `flash_attn` on, the
+    reference hands scores, mask and softmax to torch's fused kernel whenever the weights are not
+    asked for (the whole-model stage's logits and generation), which would skip the very step a
+    mistake overrides."""
+
+    def __init__(self, config: mm.MiniMindConfig, layer_idx: int = 0):
+        super().__init__(config, layer_idx)
+        self.use_fused = False
+
+
 # -- scores and softmax ---------------------------------------------------------------------------
 
-class UnscaledScores(Attention):
+class UnscaledScores(Planted):
     def scores(self, q, k):
         return q @ k.transpose(-2, -1)
 
 
-class ScaledByD(Attention):
+class ScaledByD(Planted):
     def scores(self, q, k):
         return (q @ k.transpose(-2, -1)) / self.head_dim
 
 
-class KeysNotTransposed(Attention):
+class KeysNotTransposed(Planted):
     def scores(self, q, k):
         return (q @ k) / self.head_dim ** 0.5
 
 
-class SoftmaxOverQueries(Attention):
+class SoftmaxOverQueries(Planted):
     def softmax(self, scores, visible):
         weights = torch.softmax(scores.float(), dim=-2).type_as(scores)
         return weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
@@ -58,21 +69,21 @@ class SoftmaxOverQueries(Attention):
 
 # -- masks ----------------------------------------------------------------------------------------
 
-class TopLeftCausal(Attention):
+class TopLeftCausal(Planted):
     def visible(self, attn_mask, query_len, key_len, device):
         if attn_mask is not None:
             return attn_mask
         return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril()  # torch's is_causal
 
 
-class NoMaskAfterCache(Attention):
+class NoMaskAfterCache(Planted):
     def visible(self, attn_mask, query_len, key_len, device):
         if attn_mask is None and query_len < key_len:  # "after a cache every key is in the past"
             return torch.ones(query_len, key_len, dtype=torch.bool, device=device)
         return super().visible(attn_mask, query_len, key_len, device)
 
 
-class MaskAfterSoftmax(Attention):
+class MaskAfterSoftmax(Planted):
     def mask(self, scores, visible):
         return scores
 
@@ -80,12 +91,12 @@ class MaskAfterSoftmax(Attention):
         return torch.softmax(scores.float(), dim=-1).type_as(scores).masked_fill(~visible, 0.0)
 
 
-class MinusBillionFill(Attention):
+class MinusBillionFill(Planted):
     def mask(self, scores, visible):
         return scores.masked_fill(~visible, -1e9)
 
 
-class MinusInfinityFill(Attention):
+class MinusInfinityFill(Planted):
     def mask(self, scores, visible):
         return scores.masked_fill(~visible, float("-inf"))
 
@@ -95,7 +106,7 @@ class MinusInfinityFill(Attention):
 
 # -- positions ------------------------------------------------------------------------------------
 
-class RopeOnValues(Attention):
+class RopeOnValues(Planted):
     def rotate(self, q, k, v, cos, sin, cache):
         q, k = mm.apply_rotary_pos_emb(q, k, cos, sin)
         _, v = mm.apply_rotary_pos_emb(q, v, cos, sin)
@@ -112,12 +123,12 @@ def rotate_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     return torch.stack((even * c - odd * s, even * s + odd * c), dim=-1).flatten(-2)
 
 
-class InterleavedRope(Attention):
+class InterleavedRope(Planted):
     def rotate(self, q, k, v, cos, sin, cache):
         return rotate_interleaved(q, cos, sin), rotate_interleaved(k, cos, sin), v
 
 
-class PositionsFromZero(Attention):
+class PositionsFromZero(Planted):
     def rotate(self, q, k, v, cos, sin, cache):
         if cache is not None and cache.get_seq_length(self.layer_idx) > 0:
             # the angles of positions 0 .. T-1, as if the new tokens started the sequence
@@ -125,12 +136,12 @@ class PositionsFromZero(Attention):
         return super().rotate(q, k, v, cos, sin, cache)
 
 
-class QKNormSkipped(Attention):
+class QKNormSkipped(Planted):
     def normalise(self, q, k):
         return q, k
 
 
-class QKNormAfterRope(Attention):
+class QKNormAfterRope(Planted):
     def normalise(self, q, k):
         return q, k
 
@@ -143,18 +154,18 @@ class QKNormAfterRope(Attention):
 
 # -- heads ----------------------------------------------------------------------------------------
 
-class RepeatTiled(Attention):
+class RepeatTiled(Planted):
     def share_kv(self, kv):
         return kv.repeat(1, self.n_rep, 1, 1)
 
 
-class MergeWithoutTranspose(Attention):
+class MergeWithoutTranspose(Planted):
     def merge_heads(self, out):
         batch, heads, seq_len, head_dim = out.shape
         return out.reshape(batch, seq_len, heads * head_dim)
 
 
-class ViewNonContiguous(Attention):
+class ViewNonContiguous(Planted):
     def merge_heads(self, out):
         batch, heads, seq_len, head_dim = out.shape
         return out.transpose(1, 2).view(batch, seq_len, heads * head_dim)
@@ -162,7 +173,7 @@ class ViewNonContiguous(Attention):
 
 # -- the cache ------------------------------------------------------------------------------------
 
-class CacheOnHeadsAxis(Attention):
+class CacheOnHeadsAxis(Planted):
     def append_to_cache(self, cache, k, v):
         if cache.get_seq_length(self.layer_idx) == 0:
             return cache.update(self.layer_idx, k, v)
@@ -171,26 +182,26 @@ class CacheOnHeadsAxis(Attention):
         return torch.cat([old_k, k], dim=1), torch.cat([old_v, v], dim=1)
 
 
-class OneCacheSlot(Attention):
+class OneCacheSlot(Planted):
     def append_to_cache(self, cache, k, v):
         return cache.update(0, k, v)
 
 
 # -- the backward pass: each forward below is right, its gradients are not -----------------------
 
-class DetachedKeys(Attention):
+class DetachedKeys(Planted):
     def scores(self, q, k):
         return (q @ k.detach().transpose(-2, -1)) / self.head_dim ** 0.5
 
 
-class SoftmaxSumDetached(Attention):
+class SoftmaxSumDetached(Planted):
     def softmax(self, scores, visible):
         shifted = torch.exp(scores.float() - scores.float().amax(dim=-1, keepdim=True))
         weights = (shifted / shifted.sum(dim=-1, keepdim=True).detach()).type_as(scores)
         return weights.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0)
 
 
-class ScaledUnderNoGrad(Attention):
+class ScaledUnderNoGrad(Planted):
     def scores(self, q, k):
         scores = q @ k.transpose(-2, -1)
         with torch.no_grad():  # "the scale is a constant, autograd need not see it"
@@ -198,7 +209,7 @@ class ScaledUnderNoGrad(Attention):
         return scores
 
 
-class SoftmaxZeroedInPlace(Attention):
+class SoftmaxZeroedInPlace(Planted):
     def softmax(self, scores, visible):
         weights = torch.softmax(scores.float(), dim=-1).type_as(scores)
         return weights.masked_fill_(~visible.any(dim=-1, keepdim=True), 0.0)

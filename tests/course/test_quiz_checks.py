@@ -64,8 +64,14 @@ def test_most_questions_are_checked():
 def test_no_front_end_shows_a_check():
     """Checks are for the tests: the stored text, the terminal, the widget and the slides never show
     them."""
-    from labkit.course.slide_deck import quiz_slides
+    import nbformat
+
+    from labkit.course.slide_deck import deck_notebook
     from labkit.quiz.widget import quiz_widget
+
+    def quiz_slides(quiz) -> list:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"show_quiz({quiz.module!r})")])
+        return deck_notebook(notebook, ROOT / "notebooks" / "quiz.ipynb", ROOT / "outputs" / "slides").cells
 
     def widget_texts(widget) -> list[str]:
         texts = [str(getattr(widget, name, "")) for name in ("value", "description", "placeholder", "options")]

@@ -189,7 +189,7 @@ def test_quiz_runs_in_the_terminal(course, capsys, monkeypatch):
     assert main(["quiz", "1"]) == 0
     out = capsys.readouterr().out
     assert "Question 3 of 3" in out and "Not quite: you answered 20. The answer is 21." in out
-    assert out.rstrip().endswith("Score: 2 of 3")
+    assert out.rstrip().endswith("Score: 2 of 3: 2 right, 1 wrong, 0 skipped.")
 
 
 class _Interrupted(io.StringIO):
@@ -198,8 +198,8 @@ class _Interrupted(io.StringIO):
 
 
 @pytest.mark.parametrize("stdin,score", [
-    (lambda: io.StringIO("b\n"), "Score: 1 of 3 (2 not reached)"),
-    (_Interrupted, "Score: 0 of 3 (3 not reached)"),
+    (lambda: io.StringIO("b\n"), "Score: 1 of 3: 1 right, 0 wrong, 0 skipped, 2 not reached."),
+    (_Interrupted, "Score: 0 of 3: 0 right, 0 wrong, 0 skipped, 3 not reached."),
 ], ids=["end-of-input", "ctrl-c"])
 def test_quiz_stops_cleanly_with_the_score_so_far(course, capsys, monkeypatch, stdin, score):
     _write_quiz(course, QUIZ)
