@@ -36,7 +36,8 @@ grading, the terminal quiz; `python -m labkit.quiz check`), tiny_data and tiny_h
 model's data and head scores), reproduction (is a retrained model the committed one), references
 (the references of the notebooks' exercise checks, kept out of the student copies), upstream
 (upstream MiniMind's causal-mask paths before and after its fix, and its float16 padding path,
-module 05), roofline (attention's FLOPs and memory traffic, and the chips' ridge points, module 08).
+module 05), roofline (attention's FLOPs and memory traffic, and the chips' ridge points, module 08),
+rope_paper (RoPE's complex-number form and RoFormer's long-range bound, module 06).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
 files: the command line behind the make targets, student copies, slides, the headless notebook

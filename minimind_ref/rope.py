@@ -112,10 +112,10 @@ def _apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
     return q_rot, k_rot
 
 
-# -- teaching helpers (module 06) -----------------------------------------------------------------
-# The model does not call these. Module 06's notebook and experiments use them to compare the
-# paper's complex-number form with the rotate-half layout above, to plot RoFormer's long-range
-# bound, and to look at YaRN's frequencies one pair at a time.
+# -- the layouts ---------------------------------------------------------------------------------
+# The paper pairs neighbouring dimensions; this file pairs i with i + dim/2. The permutation below
+# turns one layout into the other (MLA's rotary part and module 06 use it). The paper's own
+# complex-number form lives in labkit/rope_paper.py, beside the course's other teaching code.
 
 
 def interleaved_to_half_permutation(dim: int) -> torch.Tensor:
@@ -129,42 +129,3 @@ def interleaved_to_half_permutation(dim: int) -> torch.Tensor:
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2 or dim % 2:
         raise ValueError(f"interleaved_to_half_permutation: dim must be a positive even int, got {dim!r}.")
     return torch.cat([torch.arange(0, dim, 2), torch.arange(1, dim, 2)])
-
-
-def apply_rotary_complex(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    """RoPE in the paper's complex-number form (arXiv 2104.09864, section 3.2): pair i of a token
-    at position p is the complex number x_{2i} + j x_{2i+1}, multiplied by e^{j p theta_i}.
-
-    x: [..., T, D] in interleaved layout; positions: [T] (any real numbers); inv_freq: [D/2], the
-    theta_i (for example `rope_inverse_frequencies(D, base)`). Returns [..., T, D] in x's layout
-    and dtype; the complex product runs in complex128 when x is float64, else complex64.
-    """
-    if x.dim() < 2 or x.shape[-1] % 2:
-        raise ValueError(f"apply_rotary_complex: x must be [..., T, D] with an even D, got shape {tuple(x.shape)}.")
-    if positions.shape != (x.shape[-2],) or inv_freq.shape != (x.shape[-1] // 2,):
-        raise ValueError(
-            f"apply_rotary_complex: positions must be [T] = [{x.shape[-2]}] and inv_freq [D/2] = "
-            f"[{x.shape[-1] // 2}], got {tuple(positions.shape)} and {tuple(inv_freq.shape)}.")
-    real = torch.float64 if x.dtype == torch.float64 else torch.float32
-    pairs = x.to(real).reshape(*x.shape[:-1], x.shape[-1] // 2, 2)  # [..., T, D/2, 2]
-    z = torch.view_as_complex(pairs.contiguous())  # [..., T, D/2]
-    angles = positions.to(real)[:, None] * inv_freq.to(real)[None, :]  # [T, D/2]
-    rotated = z * torch.polar(torch.ones_like(angles), angles)  # multiply by e^{j p theta_i}
-    return torch.view_as_real(rotated).reshape(x.shape).to(x.dtype)
-
-
-def rope_decay_bound(distances: torch.Tensor, dim: int, rope_base: float) -> torch.Tensor:
-    """RoFormer's long-range bound (arXiv 2104.09864, section 3.4.3), float64. [len(distances)]
-
-    With h_i the complex product of pair i of q and of conj(k), the score at relative distance
-    r = m - n is Re(sum_i h_i e^{j r theta_i}). Summing by parts (Abel) bounds its size by
-    max_i |h_{i+1} - h_i| * sum_{j=1}^{dim/2} |S_j|, where S_j = sum_{i<j} e^{j r theta_i}. This
-    returns the part that depends on r alone, averaged as in the paper's figure:
-    (1 / (dim/2)) * sum_{j=1}^{dim/2} |S_j|. At r = 0 every S_j = j, so it starts at (dim/2 + 1) / 2.
-    """
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2 or dim % 2:
-        raise ValueError(f"rope_decay_bound: dim must be a positive even int, got {dim!r}.")
-    theta = rope_base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # [dim/2], exact in float64
-    angles = torch.as_tensor(distances, dtype=torch.float64)[:, None] * theta[None, :]  # [R, dim/2]
-    partial_sums = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{dim/2}
-    return partial_sums.abs().mean(dim=-1)

@@ -6,7 +6,7 @@ pair as a complex number and multiplies it by e^{j m theta_i}. MiniMind and tran
 dimension i with dimension i + d/2 and compute x * cos + rotate_half(x) * sin. This script
 measures, on random vectors at many positions:
 - the rotate-half form (minimind_ref.apply_rotary_pos_emb) of the permuted vector against the
-  permuted complex form (minimind_ref.rope.apply_rotary_complex): equal to float32 rounding;
+  permuted complex form (labkit.rope_paper.apply_rotary_complex): equal to float32 rounding;
 - the two forms on the same, unpermuted vector: a different rotation, errors of order |x|;
 - the two d x d rotation matrices at one position: R_half = P R_complex P^T exactly;
 - attention scores of a layer written for the complex form, and of the same layer run with
@@ -23,8 +23,9 @@ from __future__ import annotations
 import torch
 
 from labkit import EPS32, Experiment, float_in, int_in, print_table, relative_error, show_heatmaps
+from labkit.rope_paper import apply_rotary_complex
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
-from minimind_ref.rope import apply_rotary_complex, interleaved_to_half_permutation, rope_inverse_frequencies
+from minimind_ref.rope import interleaved_to_half_permutation, rope_inverse_frequencies
 
 DIFFERENT = 0.1  # "a different rotation": an error of at least 10% of the largest entry
 

@@ -5,7 +5,7 @@ RoFormer (arXiv 2104.09864, section 3.4.3) sums the score by parts: with h_i the
 of pair i of q and of conj(k) and S_j = sum_{i<j} e^{j r theta_i} at distance r = m - n,
 |score| <= max_i |h_{i+1} - h_i| * sum_{j=1}^{d/2} |S_j|. The part that depends on r alone,
 (1 / (d/2)) sum_j |S_j|, is what the paper plots; it starts at (d/2 + 1) / 2. This script computes
-it (minimind_ref.rope.rope_decay_bound) for head_dim 64 at every distance up to 32768, for base 1e4
+it (labkit.rope_paper.rope_decay_bound) for head_dim 64 at every distance up to 32768, for base 1e4
 and 1e6, and averages it over octaves of distance (1, 2-3, 4-7, ...) because the curve itself
 oscillates. It checks the inequality on random q, k; it shows the score of a key equal to its query
 (averaged over directions: the mean of cos(r theta_i)); and it shows what the bound does not say:
@@ -25,8 +25,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from labkit import Experiment, int_in, print_table
+from labkit.rope_paper import rope_decay_bound
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
-from minimind_ref.rope import rope_decay_bound
 
 BASES = (1e4, 1e6)  # RoFormer's (and the Transformer's) base, and MiniMind's rope_theta
 QUARTER = 0.25  # the decay milestone: an octave whose mean bound is below a quarter of the start

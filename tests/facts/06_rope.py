@@ -16,9 +16,9 @@ from experiment_scripts import load_experiment
 
 import minimind_ref as mm
 from facts import fact
+from labkit.rope_paper import rope_decay_bound
 from minimind_ref.rope import (
     precompute_freqs_cis,
-    rope_decay_bound,
     rope_inverse_frequencies,
     yarn_inverse_frequencies,
 )

@@ -129,10 +129,12 @@ def test_notebooks_experiments_and_benchmarks_import_the_kit_by_its_short_names(
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
         sources[path] = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
-    deep = re.compile(r"^\s*from labkit\.(\w+) import \(?([\w, \n]+)\)?", re.M)
+    # one line, or a parenthesised list over several: never the next line's import
+    deep = re.compile(r"^\s*from labkit\.(\w+) import (?:\(([\w,\s]+)\)|([\w, ]+))", re.M)
     offenders = []
     for path, source in sources.items():
-        for module, names in deep.findall(source):
+        for module, listed, inline in deep.findall(source):
+            names = listed or inline
             exported = [name.strip() for name in names.split(",") if name.strip() in labkit.__all__]
             if exported:
                 offenders.append(f"{path.relative_to(ROOT)}: from labkit.{module} import {', '.join(exported)}")

@@ -14,12 +14,11 @@ import pytest
 import torch
 
 import minimind_ref as mm
+from labkit.rope_paper import apply_rotary_complex, rope_decay_bound
 from minimind_ref.rope import (
-    apply_rotary_complex,
     apply_rotary_pos_emb,
     interleaved_to_half_permutation,
     precompute_freqs_cis,
-    rope_decay_bound,
     rope_inverse_frequencies,
     yarn_inverse_frequencies,
 )
