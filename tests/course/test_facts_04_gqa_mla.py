@@ -13,14 +13,14 @@ fails here.
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 import nbformat
-import torch
 from experiment_scripts import load_experiment
 
 import minimind_ref as mm
-from minimind_ref.variants.mla import DEEPSEEK_V2, LatentCache, MLAConfig, MultiHeadLatentAttention
+from minimind_ref.variants.mla import DEEPSEEK_V2, MLAConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "modules" / "04_gqa" / "README.md"
@@ -41,24 +41,9 @@ def notebook_markdown() -> str:
     return flat("\n".join(cell.source for cell in cells if cell.cell_type == "markdown"))
 
 
-def kv_numbers(kv_heads: int, head_dim: int) -> int:
-    """Numbers per token and layer cached by MHA / GQA / MQA, measured on minimind_ref's KVCache."""
-    config = mm.MiniMindConfig(hidden_size=64, num_hidden_layers=1, num_attention_heads=kv_heads,
-                               num_key_value_heads=kv_heads, head_dim=head_dim)
-    cache = mm.KVCache(config, batch_size=1, capacity=2)
-    keys = torch.zeros(1, kv_heads, 2, head_dim)
-    cache.update(0, keys, keys.clone())
-    return cache.nbytes() // 2 // 4
-
-
-def mla_numbers(config: MLAConfig) -> int:
-    """Numbers per token and layer in a LatentCache that `config`'s layer filled (a small hidden
-    size for speed: the cache does not depend on it)."""
-    small = config.replace(hidden_size=32, q_lora_rank=None, num_hidden_layers=1)
-    cache = LatentCache(small, batch_size=1)
-    with torch.no_grad():
-        MultiHeadLatentAttention(small)(torch.randn(1, 3, 32), cache=cache)
-    return cache.nbytes() // 3 // 4
+# The cache measurements behind module 04's bound facts: one definition, shared with them.
+_FACTS = importlib.import_module("facts.04_gqa")
+kv_numbers, mla_numbers = _FACTS.kv_numbers, _FACTS.mla_numbers
 
 
 # DeepSeek-V2's numbers as the prose uses them, each measured
