@@ -11,6 +11,7 @@ Public names, and the file that defines each (open it to see how it works):
     show_figures_inline                figures.py       figures below the cells, whatever MPLBACKEND says
     interact, show_in                  widgets.py       sliders and outputs that look the same in every front end
     check                              checks.py        an exercise's verdict: right, or "not yet" and why
+    predict                            predict.py       commit to an answer before a cell shows the result
     show_quiz                          quiz/widget.py   a module's quiz as a form in the notebook
     explore, top_keys                  explorer.py      the attention explorer (module 09)
     grade                              grader/          the capstone's grader: a ladder of stages, the
@@ -58,6 +59,7 @@ _HOME = {
     "interact": "widgets",
     "show_in": "widgets",
     "check": "checks",
+    "predict": "predict",
     "show_quiz": "quiz.widget",
     "explore": "explorer",
     "top_keys": "explorer",

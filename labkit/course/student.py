@@ -8,6 +8,20 @@ notebook, and the copy runs top to bottom. The exercise cell is shown expanded (
 learner's to write) and the stored outputs of exercise and check cells are cleared, so the copy
 gives nothing away.
 
+A find-the-bug exercise (tags "solution" and "find-the-bug") keeps the broken code in its solution
+block, commented out after a `### BUGGY` line: the answer book shows the fix with the bug beneath
+it, and the student copy gets the broken lines back, uncommented, in place of the placeholder, so
+the learner starts from code that runs and gives a wrong result:
+
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / math.sqrt(head_dim)
+    ### BUGGY
+    # scores = q @ k.transpose(-2, -1) / head_dim
+    ### END SOLUTION
+
+A prediction (tag "predict", see labkit/predict.py) is followed by the cell that shows the result;
+its stored output is cleared too, so the result is not on the page before the learner has guessed.
+
 A learner's work is never overwritten: a copy that already exists and differs from what would be
 written now (the learner edited it) is kept, and the command says how to regenerate it.
 """
@@ -20,9 +34,9 @@ from pathlib import Path
 
 import nbformat
 
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN, END, BUGGY = "### BEGIN SOLUTION", "### END SOLUTION", "### BUGGY"
 PLACEHOLDER = 'raise NotImplementedError("your code here: write it, then run the check below")'
-SOLUTION_TAG, EXERCISE_TAG = "solution", "exercise"
+SOLUTION_TAG, EXERCISE_TAG, PREDICT_TAG = "solution", "exercise", "predict"
 # The one way the course says how to open the copies: here, in `make help` and in the README.
 OPEN_COPIES = "make lab DIR=outputs/student"
 
@@ -31,20 +45,40 @@ class StudentCopyError(ValueError):
     """A solution cell that cannot be turned into an exercise (markers missing or out of order)."""
 
 
+def _uncomment(line: str, where: str, number: int) -> str:
+    """A line of a BUGGY block as the learner gets it: its first '# ' taken out."""
+    indent = line[: len(line) - len(line.lstrip())]
+    body = line.lstrip()
+    if not body:
+        return ""
+    if not body.startswith("#"):
+        raise StudentCopyError(f"{where}, line {number}: a line after '{BUGGY}' must be commented out "
+                               f"('# ...'), so that the answer book runs the fix")
+    return indent + body[2:] if body.startswith("# ") else indent + body[1:]
+
+
 def strip_solution(source: str, where: str = "a solution cell") -> str:
-    """Replace every BEGIN/END SOLUTION block of `source` with the placeholder, same indentation."""
-    lines, out, inside = source.splitlines(), [], False
+    """Replace every BEGIN/END SOLUTION block of `source` with the placeholder (same indentation),
+    or, where the block has a BUGGY part, with the broken lines it holds."""
+    lines, out, inside, buggy = source.splitlines(), [], False, None
     for number, line in enumerate(lines, 1):
         marker = line.strip()
         if marker == BEGIN:
             if inside:
                 raise StudentCopyError(f"{where}, line {number}: '{BEGIN}' twice without '{END}' between")
-            inside = True
-            out.append(line[: len(line) - len(line.lstrip())] + PLACEHOLDER)
+            inside, buggy, indent = True, None, line[: len(line) - len(line.lstrip())]
+        elif marker == BUGGY:
+            if not inside or buggy is not None:
+                raise StudentCopyError(f"{where}, line {number}: '{BUGGY}' belongs once inside a "
+                                       f"'{BEGIN}' ... '{END}' block")
+            buggy = []
         elif marker == END:
             if not inside:
                 raise StudentCopyError(f"{where}, line {number}: '{END}' without '{BEGIN}' before it")
             inside = False
+            out.extend(buggy if buggy else [indent + PLACEHOLDER])
+        elif inside and buggy is not None:
+            buggy.append(_uncomment(line, where, number))
         elif not inside:
             out.append(line)
     if inside:
@@ -60,6 +94,10 @@ def student_notebook(notebook: nbformat.NotebookNode, name: str = "notebook") ->
     cells = student.cells
     for index, cell in enumerate(cells):
         tags = cell.metadata.get("tags", [])
+        if PREDICT_TAG in tags:
+            result = next((later for later in cells[index + 1:] if later.cell_type == "code"), None)
+            if result is not None:
+                result.outputs, result.execution_count = [], None
         if SOLUTION_TAG not in tags:
             continue
         cell.source = strip_solution(cell.source, f"{name}, cell {index}")

@@ -1,0 +1,184 @@
+"""predict(): commit to an answer before the notebook shows the result, then see what it says.
+
+A prediction is two cells. The first (tagged "predict") asks, and the learner answers, in the
+widget it shows or, in a front end without widgets, by writing the answer into the call:
+
+    guess = predict("After the softmax, what does each row of weights sum to?",
+                    choices=["1", "the number of keys", "it depends on the scores"])
+    # without widgets: predict(..., answer="1")
+
+The next cell computes the result and ends with `reveal`, which puts the two side by side and
+says what the learner's answer shows about their picture of the idea:
+
+    total = weights.sum(dim=-1)[0].item()
+    guess.reveal("1" if abs(total - 1) < 1e-6 else "it depends on the scores",
+                 why={"the number of keys": "That would be true before normalising ..."})
+
+For a number, pass `number=True` (and `unit=`); `reveal(value)` then says how far off the guess
+was, and `why` may have the keys "low", "high" and "right".
+
+The student copies (`labkit/course/student.py`) clear the stored output of the cell after a
+prediction, so the result is not on the page before the learner has guessed. A run without a
+learner (the tests, the answer book) has no prediction; reveal then shows the result and the
+lesson of the right answer.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["Prediction", "predict"]
+
+
+class Prediction:
+    """A question, the learner's committed answer (None until committed), and `reveal`."""
+
+    def __init__(self, question: str, choices: Sequence[str] | None, number: bool, unit: str,
+                 answer: Any):
+        self.question, self.unit = question, unit
+        self.choices = None if choices is None else [str(choice) for choice in choices]
+        self.number = number
+        self.answer = None
+        if answer is not None:
+            self.commit(answer)
+
+    def commit(self, answer: Any) -> None:
+        """Record the learner's answer: one of the choices, or a number."""
+        if self.choices is not None:
+            if str(answer) not in self.choices:
+                raise ValueError(f"predict(answer={answer!r}): pick one of the choices, written as "
+                                 f"shown: {', '.join(repr(c) for c in self.choices)}.")
+            self.answer = str(answer)
+            return
+        if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
+            raise ValueError(f"predict(answer={answer!r}): this question asks for a number, such as 12 or 0.5.")
+        self.answer = answer
+
+    # ---------------------------------------------------------------------------------- asking
+
+    def _text(self) -> str:
+        lines = [f"Predict: {self.question}"]
+        if self.choices is not None:
+            lines += [f"  ({chr(ord('a') + i)}) {choice}" for i, choice in enumerate(self.choices)]
+            how = "Choose in the widget and press Commit"
+        else:
+            how = "Type a number in the widget and press Commit"
+        lines.append(f"{how} (or pass answer=... to predict()); then run the next cell.")
+        return "\n".join(lines)
+
+    def _widget(self):
+        import ipywidgets as widgets
+
+        if self.choices is not None:
+            field = widgets.RadioButtons(options=self.choices, value=None, layout=widgets.Layout(width="auto"))
+        else:
+            field = widgets.Text(placeholder="a number, e.g. 12 or 0.5", description=self.unit or "",
+                                 layout=widgets.Layout(width="18em"))
+        button = widgets.Button(description="Commit", button_style="primary")
+        status = widgets.HTML("")
+
+        def commit(_button=None) -> None:
+            value = field.value
+            if self.choices is None:
+                try:
+                    value = float(str(value).replace(",", "").strip())
+                except ValueError:
+                    value = None
+            if value is None:
+                status.value = "Choose an answer first." if self.choices else "Type a number first."
+                return
+            self.commit(value)
+            field.disabled = button.disabled = True
+            status.value = f"Committed: <b>{html.escape(self._shown(self.answer))}</b>. Now run the next cell."
+
+        button.on_click(commit)
+        return widgets.VBox([widgets.HTML(f"<b>Predict:</b> {html.escape(self.question)}"), field,
+                             widgets.HBox([button, status])])
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # noqa: ARG002 (IPython's signature)
+        """The widget where a kernel can draw it; the question as text everywhere else (and for
+        strict nbval, which compares the text)."""
+        try:
+            bundle = self._widget()._repr_mimebundle_()
+        except ImportError:
+            bundle = {}
+        text = self._text()
+        bundle["text/plain"] = text
+        bundle["text/html"] = f"<pre>{html.escape(text, quote=False)}</pre>"
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"Prediction({self.question!r}, answer={self.answer!r})"
+
+    # ------------------------------------------------------------------------------- revealing
+
+    def _shown(self, value: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return str(value)
+        if isinstance(value, int) or float(value).is_integer() and abs(value) < 1e15:
+            text = f"{int(value):,}"
+        else:
+            text = f"{value:.3g}"
+        return f"{text} {self.unit}".strip()
+
+    def reveal(self, result: Any, why: Mapping[str, str] | None = None, rel: float = 0.1) -> bool:
+        """Print the prediction beside the result and what the prediction shows; True when it was
+        right (a number within `rel` of the result).
+
+        result: the choice that is true (as written in `choices`), or the number measured.
+        why: for choices, what picking each one shows (the right one's entry is said on success);
+             for numbers, the keys "low", "high" and "right".
+        """
+        why = dict(why or {})
+        if self.choices is not None and str(result) not in self.choices:
+            raise ValueError(f"reveal({result!r}): the result must be one of the choices: "
+                             f"{', '.join(repr(c) for c in self.choices)}.")
+        lines = [f"The result: {self._shown(result)}."]
+        if self.answer is None:
+            lines.insert(0, "No prediction was committed (the widget above, or answer=...).")
+            right, key = False, (str(result) if self.choices is not None else "right")
+        elif self.choices is not None:
+            right = self.answer == str(result)
+            key = self.answer
+            lines.insert(0, f"Your prediction: {self.answer}." + (" Right." if right else " Not quite."))
+        else:
+            right = abs(self.answer - result) <= rel * abs(result)
+            key = "right" if right else ("low" if self.answer < result else "high")
+            verdict = "Right" if right else f"Too {key}"
+            if not right and self.answer and result and (self.answer > 0) == (result > 0):
+                ratio = max(self.answer / result, result / self.answer)
+                verdict += f", by a factor of {ratio:.3g}"
+            lines.insert(0, f"Your prediction: {self._shown(self.answer)}. {verdict}.")
+        if why.get(key):
+            lines.append(why[key])
+        print("\n".join(lines))
+        return right
+
+
+def predict(question: str, choices: Sequence[str] | None = None, *, number: bool = False,
+            unit: str = "", answer: Any = None) -> Prediction:
+    """Ask the learner to commit to an answer before the next cell shows the result.
+
+    Give `choices` (a few short strings) or `number=True`; `answer=` records the learner's answer
+    without the widget. Returns the Prediction; its `reveal(result, why=...)` goes in the next cell.
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise TypeError(f"predict(question=...) must be the question, a non-empty string; got {question!r}.")
+    if (choices is None) == (not number):
+        raise TypeError("predict() needs either choices=[...] (a few strings) or number=True.")
+    if choices is not None and (isinstance(choices, str) or len(choices) < 2):
+        raise TypeError("predict(choices=...) must be a list of at least two answers to choose from.")
+    prediction = Prediction(question.strip(), choices, number, unit, answer)
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return prediction
+    if get_ipython() is not None:
+        display(prediction._repr_mimebundle_(), raw=True)
+    else:
+        print(prediction._text())
+    return prediction
