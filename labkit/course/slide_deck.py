@@ -293,7 +293,9 @@ class _Deck:
             worked.source = solution_source(cell.source)
             self.code(worked, outputs=False)
             self.title = section
-            self.new_slide()
+        # The check starts a slide of its own in both decks, so the deck without solutions is the
+        # full deck less its solution slides, slide for slide.
+        self.new_slide()
 
     def quiz(self, source) -> None:
         from labkit.quiz.model import letter

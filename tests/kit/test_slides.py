@@ -201,3 +201,21 @@ def test_the_deck_is_offline_and_its_assets_exist(deck):
     assert "data:image/png;base64" in html, "stored figures are in the deck"
     assert "Reveal.initialize" in html and "require(" not in html
     assert BEGIN not in html and END not in html, "no solution markers are projected"
+
+
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_the_deck_without_solutions_is_the_full_deck_less_its_solution_slides(notebook):
+    """What lets the browser test measure the no-solutions variant on one deck only: every other
+    slide is the same, cell for cell."""
+    source = nbformat.read(notebook, as_version=4)
+    full = slides_of(deck_notebook(source, notebook, OUT))
+    without = slides_of(deck_notebook(source, notebook, OUT, solutions=False))
+
+    def content(slides):  # a title's "(2/3)" counts the run of slides it continues, which differs
+        return [[(cell.cell_type, re.sub(r"^(#+ .*?) \(\d+/\d+\)$", r"\1", cell.source, flags=re.M))
+                 for cell in slide] for slide in slides]
+
+    solution_slides = [s for s in full if s[0].source.startswith("### Solution: ")]
+    assert content([s for s in full if s not in solution_slides]) == content(without)
+    # a long solution continues on a second slide
+    assert len(solution_slides) >= sum("solution" in c.metadata.get("tags", []) for c in source.cells)
