@@ -42,6 +42,7 @@ class Prediction:
         self.choices = None if choices is None else [str(choice) for choice in choices]
         self.number = number
         self.answer = None
+        self.right: bool | None = None
         if answer is not None:
             self.commit(answer)
 
@@ -124,9 +125,10 @@ class Prediction:
             text = f"{value:.3g}"
         return f"{text} {self.unit}".strip()
 
-    def reveal(self, result: Any, why: Mapping[str, str] | None = None, rel: float = 0.1) -> bool:
-        """Print the prediction beside the result and what the prediction shows; True when it was
-        right (a number within `rel` of the result).
+    def reveal(self, result: Any, why: Mapping[str, str] | None = None, rel: float = 0.1) -> None:
+        """Print the prediction beside the result and what the prediction shows. Returns nothing, so
+        a cell that ends with it shows only the text; `self.right` records whether the prediction was
+        right (a number within `rel` of the result), None without a prediction.
 
         result: the choice that is true (as written in `choices`), or the number measured.
         why: for choices, what picking each one shows (the right one's entry is said on success);
@@ -155,7 +157,7 @@ class Prediction:
         if why.get(key):
             lines.append(why[key])
         print("\n".join(lines))
-        return right
+        self.right = right if self.answer is not None else None
 
 
 def predict(question: str, choices: Sequence[str] | None = None, *, number: bool = False,
