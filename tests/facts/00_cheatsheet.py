@@ -12,7 +12,6 @@ import torch
 
 import minimind_ref as mm
 from facts import fact
-
 from labkit.course_map import forward_steps
 from labkit.roofline import matmul_flops
 

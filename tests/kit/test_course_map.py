@@ -55,7 +55,8 @@ def _record_attention(config: mm.MiniMindConfig) -> dict[str, list[tuple[int, ..
     for name in ("q_proj", "k_proj", "v_proj"):
         getattr(attention, name).register_forward_hook(
             lambda module, args, out: seen.setdefault("project", []).append(tuple(out.shape)))
-    attention.o_proj.register_forward_hook(lambda module, args, out: seen.setdefault("o_proj", []).append(tuple(out.shape)))
+    attention.o_proj.register_forward_hook(
+        lambda module, args, out: seen.setdefault("o_proj", []).append(tuple(out.shape)))
     with torch.no_grad():
         prefill = model(torch.randint(0, config.vocab_size, (B, CACHED)), use_cache=True)
         seen.clear()
