@@ -12,6 +12,8 @@ Public names, and the file that defines each (open it to see how it works):
     interact, show_in                  widgets.py       sliders and outputs that look the same in every front end
     check                              checks.py        an exercise's verdict: right, or "not yet" and why
     predict                            predict.py       commit to an answer before a cell shows the result
+    show_map                           course_map.py    the course map: MiniMind's block and attention's steps
+                                                        with every shape, "you are here" (show_map("05"))
     show_quiz                          quiz/widget.py   a module's quiz as a form in the notebook
     explore, top_keys                  explorer.py      the attention explorer (module 09)
     grade                              grader/          the capstone's grader: a ladder of stages, the
@@ -60,6 +62,7 @@ _HOME = {
     "show_in": "widgets",
     "check": "checks",
     "predict": "predict",
+    "show_map": "course_map",
     "show_quiz": "quiz.widget",
     "explore": "explorer",
     "top_keys": "explorer",

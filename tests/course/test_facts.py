@@ -1,9 +1,10 @@
 """Every fact marked in the course's prose equals the value its code computes (tests/facts/).
 
-The prose is every guide (`modules/*/*.md`, in any language), the root README, and the Markdown
-cells of every notebook. A marker reads `<!-- fact: name -->12,288<!-- /fact -->`; how a marked
-text is compared with a computed value is in tests/facts/__init__.py. A failure names the file,
-the line, the sentence, the text written and the value computed.
+The prose is every guide (`modules/*/*.md`, in any language), the root README, the pages of
+`docs/` (the cheat-sheet), and the Markdown cells of every notebook. A marker reads
+`<!-- fact: name -->12,288<!-- /fact -->`; how a marked text is compared with a computed value is
+in tests/facts/__init__.py. A failure names the file, the line, the sentence, the text written and
+the value computed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def prose_files() -> list[Path]:
     guides = sorted((ROOT / "modules").glob("*/*.md"))
-    return [ROOT / "README.md", *guides, *sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    docs = sorted((ROOT / "docs").glob("*.md"))
+    return [ROOT / "README.md", *guides, *docs, *sorted((ROOT / "notebooks").glob("*.ipynb"))]
 
 
 def _line_of(text: str, offset: int) -> int:

@@ -15,11 +15,27 @@ def make_targets() -> set[str]:
     return set(re.findall(r"^  ([a-z][a-z-]*)\s", help_text, flags=re.M))
 
 
-def test_quickstart_is_exactly_make_lab_and_make_test():
-    quickstart = README.split("## Quickstart", 1)[1].split("##", 1)[0]
-    commands = re.findall(r"^(make \w+)", quickstart.split("```bash", 1)[1].split("```", 1)[0], flags=re.M)
+def test_start_is_exactly_make_lab_and_make_test():
+    start = README.split("## Start", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"^(make \w+)", start.split("```bash", 1)[1].split("```", 1)[0], flags=re.M)
     assert commands == ["make lab", "make test"]
     assert {"lab", "test"} <= make_targets()
+
+
+def test_the_first_screen_is_the_learners_path():
+    """Issue 29: the first 40 lines give the two commands, where to start, the routes with their
+    times (bound facts) and the module table; the rest (maintainers' matters) comes after."""
+    first = "\n".join(README.split("\n")[:40])
+    for heading in ("## Start", "## Routes", "## Modules"):
+        assert f"\n{heading}\n" in first, f"{heading} is not in the README's first 40 lines"
+    assert "00_start_here.ipynb" in first, "the first screen says where to start"
+    assert {"clock_route_express_hours", "clock_route_full_hours"} <= set(re.findall(r"fact: (\w+)", first))
+    rows = re.findall(r"^\| (\d\d) \|", README, flags=re.M)
+    assert rows and all(re.search(rf"^\| {n} \|", first, flags=re.M) for n in rows), "the whole module table"
+    taste = first.split("## Routes", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    scripts = re.findall(r"(experiments/\S+\.py)", taste)
+    assert len(scripts) == 3 and all((ROOT / script).is_file() for script in scripts), scripts
+    assert "](docs/maintainers.md)" in README
 
 
 def test_every_make_command_in_the_readme_is_a_target():

@@ -1,0 +1,148 @@
+"""The glossary: docs/glossary.json is the data, docs/glossary.md the page generated from it.
+
+Each entry of `terms` in the JSON file:
+
+    term            the term as the course writes it ("KL divergence"); its heading in the page
+    forms           the spellings to look for in the course's text (word-bounded; a plural "s" or
+                    "es" is allowed after each); case-insensitive unless case_sensitive is true
+    gloss           one line that says what it is
+    module          the module that teaches it ("00": a prerequisite or the tour of notebook 00)
+    zh              the Chinese term (empty until the Chinese edition fills it)
+    case_sensitive  optional: match the forms exactly as written (acronyms such as "KL", "HBM")
+
+The page has one `### term` heading per entry, grouped by the module that teaches it, so a link
+reads `docs/glossary.md#kl-divergence` (`anchor(term)`: GitHub's rule, lower case, spaces to
+hyphens, other punctuation dropped). `tests/course/test_glossary.py` fails when the page is not
+what this module writes from the data, and checks the first use of every term in the course
+(CONTRIBUTING.md, "The glossary").
+
+    python -m labkit.course.glossary          write docs/glossary.md
+    python -m labkit.course.glossary --check  exit 1 if docs/glossary.md is out of date
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from labkit.syllabus import PLANNED_MODULES, find_course_root
+
+__all__ = ["Term", "anchor", "load_glossary", "render", "write"]
+
+GLOSSARY_JSON = Path("docs") / "glossary.json"
+GLOSSARY_MD = Path("docs") / "glossary.md"
+PREREQUISITES = ("00", "Prerequisites and the tour of notebook 00", "notebooks/00_start_here.ipynb")
+
+
+@dataclass(frozen=True)
+class Term:
+    term: str
+    forms: tuple[str, ...]
+    gloss: str
+    module: str
+    zh: str = ""
+    case_sensitive: bool = False
+
+    @property
+    def anchor(self) -> str:
+        return anchor(self.term)
+
+    def pattern(self) -> re.Pattern:
+        """Any of the forms, as a whole word (a hyphen joins words), with an optional plural."""
+        alternatives = "|".join(re.escape(form) for form in sorted(self.forms, key=len, reverse=True))
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        return re.compile(rf"(?<![\w-])(?:{alternatives})(?:e?s)?(?![\w-])", flags)
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation other than '-' and '_' dropped,
+    spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def load_glossary(root: Path | None = None) -> list[Term]:
+    """Every entry, checked: a term, forms, a gloss and a module that exists; no two alike."""
+    root = root or find_course_root()
+    data = json.loads((root / GLOSSARY_JSON).read_text(encoding="utf-8"))
+    terms, problems, seen = [], [], {}
+    for index, entry in enumerate(data["terms"]):
+        unknown = set(entry) - {"term", "forms", "gloss", "module", "zh", "case_sensitive"}
+        if unknown or not entry.get("term") or not entry.get("gloss") or not entry.get("forms"):
+            problems.append(f"entry {index} ({entry.get('term')!r}): needs term, forms and gloss; "
+                            f"unknown keys {sorted(unknown)}")
+            continue
+        if entry["module"] != "00" and entry["module"] not in PLANNED_MODULES:
+            problems.append(f"{entry['term']!r}: module {entry['module']!r} is not a module of the course")
+        term = Term(entry["term"], tuple(entry["forms"]), entry["gloss"], entry["module"], entry.get("zh", ""),
+                    entry.get("case_sensitive", False))
+        if term.anchor in seen:
+            problems.append(f"{term.term!r} and {seen[term.anchor]!r} have the same anchor #{term.anchor}")
+        seen[term.anchor] = term.term
+        terms.append(term)
+    if problems:
+        raise ValueError(f"{GLOSSARY_JSON}: " + "; ".join(problems))
+    return terms
+
+
+def _module_link(number: str) -> tuple[str, str]:
+    """(title, link from docs/) of a module's guide, or of notebook 00 for the prerequisites."""
+    if number == "00":
+        return PREREQUISITES[1], f"../{PREREQUISITES[2]}"
+    slug, title = PLANNED_MODULES[number]
+    return title, f"../modules/{number}_{slug}/README.md"
+
+
+def render(terms: list[Term]) -> str:
+    """docs/glossary.md: an A-Z index, then the terms grouped by the module that teaches them."""
+    lines = ["# Glossary", "",
+             "<!-- Generated from docs/glossary.json by `python -m labkit.course.glossary`: edit the JSON, "
+             "not this page. -->", "",
+             "Every technical term the course uses, with one line on what it is and the module that "
+             "teaches it. Also: the [cheat-sheet](cheatsheet.md) (formulas, shapes, MiniMind's numbers).", "",
+             "**A-Z:** " + " · ".join(f"[{t.term}](#{t.anchor})"
+                                     for t in sorted(terms, key=lambda t: t.term.lower())), ""]
+    for number in ["00", *PLANNED_MODULES]:
+        group = [t for t in terms if t.module == number]
+        if not group:
+            continue
+        title, link = _module_link(number)
+        lines += [f"## {number} · {title}", ""]
+        for t in group:
+            lines += [f"### {t.term}", "", t.gloss, ""]
+            extra = [f"taught in [{number}]({link})"]
+            others = [f for f in t.forms if f.strip("`").lower() != t.term.lower()]
+            if others:
+                extra.append("also written " + ", ".join(f"`{f}`" if "`" not in f else f for f in others))
+            if t.zh:
+                extra.append(f"中文: {t.zh}")
+            lines += ["<sub>" + "; ".join(extra) + "</sub>", ""]
+    return "\n".join(lines)
+
+
+def write(root: Path | None = None) -> Path:
+    root = root or find_course_root()
+    path = root / GLOSSARY_MD
+    path.write_text(render(load_glossary(root)), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str]) -> int:
+    root = find_course_root()
+    if argv == ["--check"]:
+        current = (root / GLOSSARY_MD).read_text(encoding="utf-8") if (root / GLOSSARY_MD).exists() else ""
+        if current != render(load_glossary(root)):
+            print(f"{GLOSSARY_MD} is out of date: run python -m labkit.course.glossary", file=sys.stderr)
+            return 1
+        return 0
+    if argv:
+        print("usage: python -m labkit.course.glossary [--check]", file=sys.stderr)
+        return 2
+    print("wrote", write(root).relative_to(root))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
