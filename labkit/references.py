@@ -176,3 +176,29 @@ def attend_scores(scores: torch.Tensor, visible: torch.Tensor, v: torch.Tensor):
     the identity as the keys and scale 1, so that q k^T is the scores themselves."""
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype).expand(*scores.shape[:2], -1, -1)
     return mm.scaled_dot_product_attention(scores, eye, v, attn_mask=visible, scale=1.0, return_weights=True)
+
+
+# 09_reading_heads
+def tiny_head_roles(model) -> dict:
+    """The heads of a trained tiny MiniMind by role, measured by their scores over the repeated-span
+    prompts of labkit.tiny_heads (16 prompts, spans of 24): the best previous-token head, every head
+    with an induction score above 0.5, and the head that parks most of its weight on BOS."""
+    from labkit import tiny_heads
+
+    scores = tiny_heads.measure_head_scores(model)
+    return {"previous": scores.previous_token_head, "induction": scores.induction_heads(0.5),
+            "sink": scores.sink_head}
+
+
+def induction_score_by_tokens(weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """The induction score of any prompt, read from its tokens: for each query whose token occurred
+    before, the weight on every key that directly follows an earlier occurrence, summed; averaged
+    over those queries. weights [..., T, T], ids [T] -> [...]. Built as a mask of (query, key)
+    pairs, where the notebook's worked answer loops over the queries."""
+    T = ids.shape[-1]
+    # [i, j]: key j comes before query i and holds the same token
+    earlier_same = (ids[:, None] == ids[None, :]) & torch.ones(T, T, dtype=torch.bool).tril(-1)
+    follows = torch.zeros(T, T, dtype=torch.bool)
+    follows[:, 1:] = earlier_same[:, :-1]  # [i, j + 1]: the key just after an earlier occurrence
+    repeats = earlier_same.any(-1)  # the queries whose token occurred before
+    return (weights * follows).sum(-1)[..., repeats].mean(-1)

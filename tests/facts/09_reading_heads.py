@@ -178,13 +178,9 @@ def head_scores_prompt_count():
     return th.measure_head_scores.__defaults__[1]
 
 
-def head_name(head: tuple[int, int]) -> str:
-    return f"{head[0]}.{head[1]}"
-
-
 @fact
-def previous_token_head():
-    return head_name(scores().previous_token_head)
+def previous_token_head_layer():
+    return scores().previous_token_head[0]
 
 
 @fact(spread=INFERENCE_SPREAD)
@@ -193,19 +189,21 @@ def previous_token_head_score():
 
 
 @fact
-def induction_heads():
-    return tuple(head_name(h) for h in scores().induction_heads())
+def induction_head_count():
+    return len(scores().induction_heads())
+
+
+@fact
+def induction_heads_layer():
+    """The one layer that holds every induction head."""
+    (layer,) = {layer for layer, _ in scores().induction_heads()}
+    return layer
 
 
 @fact(spread=INFERENCE_SPREAD)
 def induction_head_score_range():
     values = sorted(scores().induction[h].item() for h in scores().induction_heads())
     return values[0], values[-1]
-
-
-@fact
-def sink_head():
-    return head_name(scores().sink_head)
 
 
 @fact(spread=INFERENCE_SPREAD)
@@ -292,3 +290,15 @@ def sink_without_bos():
 def even_previous_long_and_short():
     """(tokens, previous-token score of an even head over them) for exp1's prompts, then 9 tokens."""
     return 2 * SPAN + 1, even_scores(SPAN)[0], even_previous(9), 9
+
+
+@fact
+def even_previous_nine_tokens():
+    """(tokens, previous-token score of an even head over them): the planted maps' length, n = 4."""
+    return 9, even_previous(9)
+
+
+@fact
+def head_scores_prompt_tokens():
+    """Tokens in each prompt of the measured scores: BOS and the span twice."""
+    return 2 * SPAN + 1
