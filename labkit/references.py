@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import minimind_ref as mm
-from minimind_ref.rope import rope_inverse_frequencies, yarn_inverse_frequencies
+from minimind_ref.rope import interleaved_to_half_permutation, rope_inverse_frequencies, yarn_inverse_frequencies
 from minimind_ref.variants.flash_attention import flash_attention
 
 
@@ -85,11 +85,6 @@ def latent_scores(q_nope, w_uk, c_kv):
 
 
 # 05_masking
-def causal_padding_mask(attention_mask: torch.Tensor, query_len: int) -> torch.Tensor:
-    """minimind_ref's padding mask and causal mask, combined as booleans: [B, 1, T, S]."""
-    return mm.padding_mask(attention_mask) & mm.causal_mask(query_len, attention_mask.shape[1])
-
-
 def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """minimind_ref's attention weights with the scores as queries, identity keys and values and a
     scale of 1, so that q k^T is the scores themselves."""
@@ -99,17 +94,76 @@ def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     return weights[0, 0]
 
 
+def attend_new_tokens(q_new: torch.Tensor, k_all: torch.Tensor, v_all: torch.Tensor) -> torch.Tensor:
+    """minimind_ref's attention, whose is_causal is aligned bottom-right (the new tokens are the last)."""
+    return mm.scaled_dot_product_attention(q_new, k_all, v_all, is_causal=True)
+
+
+def _mask_from_rule(query_len: int, key_len: int, sees) -> torch.Tensor:
+    """A [T, S] bool mask filled one entry at a time from sees(position, key), query i sitting at
+    absolute position S - T + i: a brute-force route, unlike the tensor ops a learner writes."""
+    mask = torch.zeros(query_len, key_len, dtype=torch.bool)
+    for i in range(query_len):
+        for j in range(key_len):
+            mask[i, j] = bool(sees(key_len - query_len + i, j))
+    return mask
+
+
+def prefix_lm_mask(length: int, prefix_len: int) -> torch.Tensor:
+    """A key is visible when it is in the prompt prefix, or not in the query's future."""
+    return _mask_from_rule(length, length, lambda position, key: key < prefix_len or key <= position)
+
+
+def packed_causal_mask(doc_ids: torch.Tensor) -> torch.Tensor:
+    """Causal, and only within the query's own document."""
+    ids = doc_ids.tolist()
+    return _mask_from_rule(len(ids), len(ids), lambda position, key: key <= position and ids[key] == ids[position])
+
+
+def window_with_sinks(query_len: int, key_len: int, window: int, sinks: int) -> torch.Tensor:
+    """Causal; a key is visible when it is among the `window` most recent or the first `sinks`."""
+    return _mask_from_rule(query_len, key_len,
+                           lambda position, key: key <= position and (key > position - window or key < sinks))
+
+
 # 06_rope
-def rotate_pairs(pairs: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """Each pair as a complex number, multiplied by e^(i angle)."""
-    z = torch.view_as_complex(pairs.contiguous()) * torch.polar(torch.ones_like(angles), angles)
-    return torch.view_as_real(z)
+def _as_complex_halves(x: torch.Tensor) -> torch.Tensor:
+    """Rotate-half pairs (i, i + D/2) as complex numbers x_i + j x_{i+D/2}: [..., D/2]."""
+    half = x.shape[-1] // 2
+    return torch.complex(x[..., :half].double(), x[..., half:].double())
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """minimind_ref's RoPE on one unbatched head."""
-    out, _ = mm.apply_rotary_pos_emb(x[None, None], x[None, None], cos, sin)
-    return out[0, 0]
+def _from_complex_halves(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return torch.cat([z.real, z.imag], dim=-1).to(dtype)
+
+
+def unrope(x_rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Each rotate-half pair divided by e^(j angle), the angle read off the tables (float64)."""
+    half = x_rot.shape[-1] // 2
+    turn = torch.complex(cos[..., :half].double(), sin[..., :half].double())
+    return _from_complex_halves(_as_complex_halves(x_rot) / turn, x_rot.dtype)
+
+
+def rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """The paper's layout through minimind_ref: permute the neighbour pairs into halves, rotate,
+    permute back."""
+    perm = interleaved_to_half_permutation(x.shape[-1])
+    rotated, _ = mm.apply_rotary_pos_emb(x[..., perm][None, None], x[..., perm][None, None], cos, sin)
+    return rotated[0, 0][..., torch.argsort(perm)]
+
+
+def partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """minimind_ref's RoPE on the first R = cos.shape[-1] dimensions; the rest passed through."""
+    rotary = cos.shape[-1]
+    rotated, _ = mm.apply_rotary_pos_emb(x[..., :rotary][None, None], x[..., :rotary][None, None], cos, sin)
+    return torch.cat([rotated[0, 0], x[..., rotary:]], dim=-1)
+
+
+def rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor,
+                   sin: torch.Tensor) -> torch.Tensor:
+    """MiniMind's attention core: RoPE on the queries and keys, causal attention over the values."""
+    q_rot, k_rot = mm.apply_rotary_pos_emb(q, k, cos, sin)
+    return mm.scaled_dot_product_attention(q_rot, k_rot, v, is_causal=True)
 
 
 def yarn_scale(dim, base, factor, beta_fast, beta_slow, original_max):
