@@ -63,27 +63,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=1), dim=-1)
 
 
-def head_contribution(layer, x, cos, sin, h):
-    """The layer's own output with every head but h zeroed before o_proj (a forward pre-hook)."""
-    def keep_one(module, inputs):
-        kept = torch.zeros_like(inputs[0])
-        rows = slice(h * layer.head_dim, (h + 1) * layer.head_dim)
-        kept[..., rows] = inputs[0][..., rows]
-        return (kept,)
-    handle = layer.o_proj.register_forward_pre_hook(keep_one)
-    try:
-        return layer(x, (cos, sin))[0]
-    finally:
-        handle.remove()
-
-
 # 04_gqa
-def latent_scores(q_nope, w_uk, c_kv):
-    """The decompressed route: every head's keys W_UK c_j built, then the dot products."""
-    keys = torch.einsum("hdc,bsc->bhsd", w_uk, c_kv)  # [B, H, S, d_h]
-    return q_nope @ keys.transpose(-2, -1)
-
-
 # 05_masking
 def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """minimind_ref's attention weights with the scores as queries, identity keys and values and a
@@ -256,3 +236,63 @@ def induction_score_by_tokens(weights: torch.Tensor, ids: torch.Tensor) -> torch
     follows[:, 1:] = earlier_same[:, :-1]  # [i, j + 1]: the key just after an earlier occurrence
     repeats = earlier_same.any(-1)  # the queries whose token occurred before
     return (weights * follows).sum(-1)[..., repeats].mean(-1)
+
+
+# 03_multi_head (issue 24: transfers, not retypings)
+def attention_without_rope(layer, x: torch.Tensor) -> torch.Tensor:
+    """minimind_ref.Attention's own causal output with RoPE switched off (cos = 1, sin = 0)."""
+    positions = (torch.ones(x.shape[1], layer.head_dim), torch.zeros(x.shape[1], layer.head_dim))
+    return layer(x, positions)[0]
+
+
+def fused_qkv_heads(x: torch.Tensor, in_proj_weight: torch.Tensor, num_heads: int):
+    """q, k, v as [B, H, T, D] from one stacked weight [3*H*D, C]: three separate projections,
+    each split by minimind_ref's own Attention.split_heads layout (chunks of the features)."""
+    w_q, w_k, w_v = in_proj_weight.chunk(3, dim=0)
+    return tuple(split_heads(x @ w.T, num_heads) for w in (w_q, w_k, w_v))
+
+
+def head_contributions(attended: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
+    """[B, H, T, C]: o_proj applied to one head at a time, every other head's features zeroed."""
+    heads = attended.shape[1]
+    merged = merge_heads(attended)  # [B, T, H*D]
+    width = merged.shape[-1] // heads
+    parts = []
+    for h in range(heads):
+        kept = torch.zeros_like(merged)
+        kept[..., h * width:(h + 1) * width] = merged[..., h * width:(h + 1) * width]
+        parts.append(kept @ o_weight.T)
+    return torch.stack(parts, dim=1)
+
+
+# 04_gqa (issue 24)
+def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Attention without a mask where q has H heads and k, v have H_kv: torch's own SDPA."""
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+def cache_bytes_from_config(config: dict, tokens: int, batch: int) -> int:
+    """KV-cache bytes of `batch` sequences of `tokens` tokens for a transformers-style config.json,
+    measured: minimind_ref's KVCache filled with keys and values of the shape the config implies.
+    transformers' defaults: no num_key_value_heads means one per query head (MHA); no head_dim
+    means hidden_size / num_attention_heads; no torch_dtype means float32."""
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    dtype = getattr(torch, config.get("torch_dtype") or "float32")
+    layers = config["num_hidden_layers"]
+    shape = mm.MiniMindConfig(hidden_size=kv_heads * head_dim, num_attention_heads=kv_heads,
+                              num_key_value_heads=kv_heads, head_dim=head_dim, num_hidden_layers=layers,
+                              vocab_size=16, max_position_embeddings=max(tokens, 1))
+    cache = mm.KVCache(shape, batch_size=batch, capacity=tokens)
+    keys = torch.zeros(batch, kv_heads, tokens, head_dim, dtype=dtype)
+    for layer in range(layers):
+        cache.update(layer, keys, keys)
+    return cache.nbytes()
+
+
+def latent_values(weights: torch.Tensor, c_kv: torch.Tensor, w_uv: torch.Tensor) -> torch.Tensor:
+    """The decompressed route: every head's values W_UV c_j built, then the weighted average."""
+    values = torch.einsum("hvc,bsc->bhsv", w_uv, c_kv)  # [B, H, S, d_v]
+    return weights @ values
+
