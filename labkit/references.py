@@ -149,6 +149,13 @@ def online_softmax_step(m, l, acc, scores, values):
     return m_new, l_new, out * l_new
 
 
+def masked_row_attention(scores, values, visible, tile):
+    """One row's attention over its visible keys, by minimind_ref's explicit attention (all at
+    once, no tiles; a row with no visible key gives 0, minimind_ref's convention)."""
+    out = attend_scores(scores[None, None, None], visible[None, None, None], values[None, None])[0]
+    return out[0, 0, 0]
+
+
 def merge(o1, lse1, o2, lse2, q, k, v):
     """The attention of q over both halves' keys at once: what merging the halves must give."""
     return flash_attention(q, k, v, return_lse=True)
@@ -176,3 +183,24 @@ def attend_scores(scores: torch.Tensor, visible: torch.Tensor, v: torch.Tensor):
     the identity as the keys and scale 1, so that q k^T is the scores themselves."""
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype).expand(*scores.shape[:2], -1, -1)
     return mm.scaled_dot_product_attention(scores, eye, v, attn_mask=visible, scale=1.0, return_weights=True)
+
+
+# 07_kv_cache (session of issues 24 and 29)
+def longest_context(config, dtype, budget_bytes, batch=1):
+    """The most tokens per sequence whose cache fits in budget_bytes, measured: the bytes per token
+    of a real KVCache of this config holding one token, not the formula."""
+    cache = mm.KVCache(config, batch_size=1, capacity=1)
+    one = torch.zeros(1, config.num_key_value_heads, 1, config.head_dim, dtype=dtype)
+    for layer in range(config.num_hidden_layers):
+        cache.update(layer, one, one)
+    return budget_bytes // (cache.nbytes() * batch)
+
+
+@torch.no_grad()
+def continue_after_prefix(model, prefix, suffixes, new_tokens):
+    """Each suffix's greedy continuation after the shared prefix, with no cache at all."""
+    out = []
+    for suffix in suffixes:
+        ids = torch.cat([prefix, suffix], dim=1)
+        out.append(model.generate(ids, new_tokens, use_cache=False)[:, ids.shape[1]:])
+    return out
