@@ -127,28 +127,7 @@ def write_into_cache(storage_k, storage_v, length, k, v):
     return keys, values, length + k.shape[2]
 
 
-def rope_for_new_tokens(model, past_len, new_tokens):
-    """The cos/sin rows of positions past_len .. past_len + new_tokens - 1, recomputed from the
-    model's config for the whole prefix and the new tokens together."""
-    config = model.config
-    cos, sin = mm.precompute_freqs_cis(config.head_dim, past_len + new_tokens, config.rope_theta)
-    return cos.narrow(0, past_len, new_tokens), sin.narrow(0, past_len, new_tokens)
-
-
 # 08_flash
-def online_softmax_step(m, l, acc, scores, values):
-    """The running state and the tile merged as (output, log-sum-exp) pairs, FlashAttention's way
-    of merging two halves, then written back as (m, l, acc); the worked solution rescales instead.
-    The state before any tile, (-inf, 0, 0), has log-sum-exp -inf and weighs nothing."""
-    seen = m + torch.log(l)                                  # log of the sum so far
-    tile = torch.logsumexp(scores, dim=0)
-    total = torch.logaddexp(seen, tile)
-    out = acc * torch.exp(m - total) + torch.softmax(scores, dim=0) @ values * torch.exp(tile - total)
-    m_new = torch.maximum(m, scores.max())
-    l_new = torch.exp(total - m_new)
-    return m_new, l_new, out * l_new
-
-
 def masked_row_attention(scores, values, visible, tile):
     """One row's attention over its visible keys, by minimind_ref's explicit attention (all at
     once, no tiles; a row with no visible key gives 0, minimind_ref's convention)."""
