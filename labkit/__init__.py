@@ -19,6 +19,7 @@ Public names, and the file that defines each (open it to see how it works):
     grade                              grader/          the capstone's grader: a ladder of stages, the
                                                         first mistake located and named (module 10)
     TensorMemory                       memory.py        peak bytes of the tensors a block of torch code creates
+    BytesWritten, NaiveConcatCache     memory.py        the bytes a block of torch code writes; a torch.cat cache
     train, IGNORE_INDEX, fixed_threads training.py      the one seeded training loop behind every trained model
     load_tiny_model, held_out_loss,    tiny_model.py    the small trained MiniMind of module 09, its checkpoint
       greedy_samples
@@ -68,6 +69,8 @@ _HOME = {
     "top_keys": "explorer",
     "grade": "grader",
     "TensorMemory": "memory",
+    "BytesWritten": "memory",
+    "NaiveConcatCache": "memory",
     "train": "training",
     "IGNORE_INDEX": "training",
     "fixed_threads": "training",

@@ -1,4 +1,5 @@
-"""TensorMemory: the peak bytes of the tensors a block of torch code creates (module 08, section 4).
+"""TensorMemory: the peak bytes of the tensors a block of torch code creates (module 08, section 4);
+BytesWritten: the bytes that a block of torch code writes (module 07, section 6).
 
     with TensorMemory() as memory:
         out = mm.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -36,7 +37,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["TensorMemory"]
+__all__ = ["BytesWritten", "NaiveConcatCache", "TensorMemory"]
 
 
 class TensorMemory(TorchDispatchMode):
@@ -75,3 +76,53 @@ class TensorMemory(TorchDispatchMode):
             self.alive[address][0] += 1         # a new tensor, or a view of one created in the block
             weakref.finalize(t, self._release, address)
         return out
+
+
+aten = torch.ops.aten
+
+
+class BytesWritten(TorchDispatchMode):
+    """Counts the bytes that tensor operations write inside a `with` block (module 07).
+
+    An operation that makes a new tensor (torch.cat, clone, ...) is charged for that tensor's
+    bytes, and counted as an allocation; one that works in place (copy_, which is what a slice
+    assignment `a[...] = b` runs) is charged for the tensor it modifies, here the slice. Views
+    (slicing, transposing) and torch.empty write nothing; torch.empty counts as an allocation."""
+
+    ALLOCATE_ONLY = (aten.empty, aten.empty_strided, aten.empty_like, aten.new_empty)
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+        self.allocations = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.is_view:
+            return out
+        if func.overloadpacket in self.ALLOCATE_ONLY:
+            self.allocations += 1
+            return out
+        if func._schema.is_mutable:  # in place: the first argument is the tensor written to
+            written = [args[0]]
+        else:
+            written = [t for t in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(t, torch.Tensor)]
+            self.allocations += len(written)
+        self.bytes += sum(t.numel() * t.element_size() for t in written)
+        return out
+
+
+class NaiveConcatCache:
+    """The naive baseline of module 07 (for teaching only): per layer, keys and values
+    [B, H_kv, t, D] that grow by torch.cat, which allocates a new tensor and copies everything at
+    every step. It has the `update` of minimind_ref's KVCache, so the two can be compared."""
+
+    def __init__(self, config, batch_size: int, dtype=torch.float32):
+        empty = (batch_size, config.num_key_value_heads, 0, config.head_dim)
+        self.keys = [torch.empty(empty, dtype=dtype) for _ in range(config.num_hidden_layers)]
+        self.values = [torch.empty(empty, dtype=dtype) for _ in range(config.num_hidden_layers)]
+
+    def update(self, layer_idx: int, k: torch.Tensor, v: torch.Tensor):
+        self.keys[layer_idx] = torch.cat([self.keys[layer_idx], k], dim=2)  # copies old + new
+        self.values[layer_idx] = torch.cat([self.values[layer_idx], v], dim=2)
+        return self.keys[layer_idx], self.values[layer_idx]

@@ -161,26 +161,12 @@ def write_into_cache(storage_k, storage_v, length, k, v):
     return keys, values, length + k.shape[2]
 
 
-def rope_for_new_tokens(model, past_len, new_tokens):
-    """The cos/sin rows of positions past_len .. past_len + new_tokens - 1, recomputed from the
-    model's config for the whole prefix and the new tokens together."""
-    config = model.config
-    cos, sin = mm.precompute_freqs_cis(config.head_dim, past_len + new_tokens, config.rope_theta)
-    return cos.narrow(0, past_len, new_tokens), sin.narrow(0, past_len, new_tokens)
-
-
 # 08_flash
-def online_softmax_step(m, l, acc, scores, values):
-    """The running state and the tile merged as (output, log-sum-exp) pairs, FlashAttention's way
-    of merging two halves, then written back as (m, l, acc); the worked solution rescales instead.
-    The state before any tile, (-inf, 0, 0), has log-sum-exp -inf and weighs nothing."""
-    seen = m + torch.log(l)                                  # log of the sum so far
-    tile = torch.logsumexp(scores, dim=0)
-    total = torch.logaddexp(seen, tile)
-    out = acc * torch.exp(m - total) + torch.softmax(scores, dim=0) @ values * torch.exp(tile - total)
-    m_new = torch.maximum(m, scores.max())
-    l_new = torch.exp(total - m_new)
-    return m_new, l_new, out * l_new
+def masked_row_attention(scores, values, visible, tile):
+    """One row's attention over its visible keys, by minimind_ref's explicit attention (all at
+    once, no tiles; a row with no visible key gives 0, minimind_ref's convention)."""
+    out = attend_scores(scores[None, None, None], visible[None, None, None], values[None, None])[0]
+    return out[0, 0, 0]
 
 
 def merge(o1, lse1, o2, lse2, q, k, v):
@@ -296,3 +282,24 @@ def latent_values(weights: torch.Tensor, c_kv: torch.Tensor, w_uv: torch.Tensor)
     values = torch.einsum("hvc,bsc->bhsv", w_uv, c_kv)  # [B, H, S, d_v]
     return weights @ values
 
+
+
+# 07_kv_cache (session of issues 24 and 29)
+def longest_context(config, dtype, budget_bytes, batch=1):
+    """The most tokens per sequence whose cache fits in budget_bytes, measured: the bytes per token
+    of a real KVCache of this config holding one token, not the formula."""
+    cache = mm.KVCache(config, batch_size=1, capacity=1)
+    one = torch.zeros(1, config.num_key_value_heads, 1, config.head_dim, dtype=dtype)
+    for layer in range(config.num_hidden_layers):
+        cache.update(layer, one, one)
+    return budget_bytes // (cache.nbytes() * batch)
+
+
+@torch.no_grad()
+def continue_after_prefix(model, prefix, suffixes, new_tokens):
+    """Each suffix's greedy continuation after the shared prefix, with no cache at all."""
+    out = []
+    for suffix in suffixes:
+        ids = torch.cat([prefix, suffix], dim=1)
+        out.append(model.generate(ids, new_tokens, use_cache=False)[:, ids.shape[1]:])
+    return out

@@ -13,7 +13,7 @@ the output of `cat`, the slice a `copy_` writes), and compares the counts with t
 It then times the steps, as an illustration.
 
 Why it matters: the quadratic copying is invisible for short sequences and dominates for long
-ones. MiniMind's own upstream model code grows its cache with torch.cat; the naive class below
+ones. MiniMind's own upstream model code grows its cache with torch.cat; labkit's naive class
 (NaiveConcatCache) does the same, as a baseline, and is not meant for use.
 """
 
@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import minimind_ref as mm
-from labkit import Experiment, int_in, print_table, time_call
+from labkit import BytesWritten, Experiment, NaiveConcatCache, int_in, print_table, time_call
 
-aten = torch.ops.aten
 MIN_STEP_SLOWDOWN = 2.0  # concat vs preallocated, time per step over the last 10% of steps
 MIN_TIMED_BYTES = 8 * 2**20  # below a final cache of 8 MiB, Python overhead can hide the copying
 
@@ -50,52 +48,6 @@ def check_arguments(args):
         return (f"--steps^2 x --batch must be at most {MAX_COPIED}, got {args.steps}^2 x {args.batch} = "
                 f"{args.steps ** 2 * args.batch}")
     return None
-
-
-class NaiveConcatCache:
-    """The naive baseline (for teaching only): per layer, keys and values [B, H_kv, t, D] that
-    grow by torch.cat, which allocates a new tensor and copies everything at every step."""
-
-    def __init__(self, config: mm.MiniMindConfig, batch_size: int, dtype=torch.float32):
-        empty = (batch_size, config.num_key_value_heads, 0, config.head_dim)
-        self.keys = [torch.empty(empty, dtype=dtype) for _ in range(config.num_hidden_layers)]
-        self.values = [torch.empty(empty, dtype=dtype) for _ in range(config.num_hidden_layers)]
-
-    def update(self, layer_idx: int, k: torch.Tensor, v: torch.Tensor):
-        self.keys[layer_idx] = torch.cat([self.keys[layer_idx], k], dim=2)  # copies old + new
-        self.values[layer_idx] = torch.cat([self.values[layer_idx], v], dim=2)
-        return self.keys[layer_idx], self.values[layer_idx]
-
-
-class BytesWritten(TorchDispatchMode):
-    """Counts the bytes that tensor operations write, as torch executes them inside this mode.
-
-    An operation that makes a new tensor (torch.cat, clone, ...) is charged for that tensor's
-    bytes, and counted as an allocation; one that works in place (copy_, which is what a slice
-    assignment `a[...] = b` runs) is charged for the tensor it modifies, here the slice. Views
-    (slicing, transposing) and torch.empty write nothing; torch.empty counts as an allocation."""
-
-    ALLOCATE_ONLY = (aten.empty, aten.empty_strided, aten.empty_like, aten.new_empty)
-
-    def __init__(self):
-        super().__init__()
-        self.bytes = 0
-        self.allocations = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if func.is_view:
-            return out
-        if func.overloadpacket in self.ALLOCATE_ONLY:
-            self.allocations += 1
-            return out
-        if func._schema.is_mutable:  # in place: the first argument is the tensor written to
-            written = [args[0]]
-        else:
-            written = [t for t in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(t, torch.Tensor)]
-            self.allocations += len(written)
-        self.bytes += sum(t.numel() * t.element_size() for t in written)
-        return out
 
 
 def make_caches(config, batch: int, steps: int, initial: int):
