@@ -1,7 +1,7 @@
 """The references that the notebooks' exercise checks compare a learner's answer with.
 
-They live here, not in the notebooks, because a check cell stays in the student copy (`make
-student`): a reference written out there is an answer the learner can read one cell below the
+They live here, not in the notebooks, because a check cell stays in the student copy (the learner's
+workspace): a reference written out there is an answer the learner can read one cell below the
 exercise. Where `minimind_ref` computes the thing itself, the check uses it directly; these are
 the rest. Each takes another route than the notebook's worked solution (a cumulative sum for a
 matrix product, complex numbers for cos/sin, a brute-force mask for corner tests), so that a check
@@ -63,7 +63,64 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=1), dim=-1)
 
 
+def attention_without_rope(layer, x: torch.Tensor) -> torch.Tensor:
+    """minimind_ref.Attention's own causal output with RoPE switched off (cos = 1, sin = 0)."""
+    positions = (torch.ones(x.shape[1], layer.head_dim), torch.zeros(x.shape[1], layer.head_dim))
+    return layer(x, positions)[0]
+
+
+def fused_qkv_heads(x: torch.Tensor, in_proj_weight: torch.Tensor, num_heads: int):
+    """q, k, v as [B, H, T, D] from one stacked weight [3*H*D, C]: three separate projections,
+    each split by minimind_ref's own Attention.split_heads layout (chunks of the features)."""
+    w_q, w_k, w_v = in_proj_weight.chunk(3, dim=0)
+    return tuple(split_heads(x @ w.T, num_heads) for w in (w_q, w_k, w_v))
+
+
+def head_contributions(attended: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
+    """[B, H, T, C]: o_proj applied to one head at a time, every other head's features zeroed."""
+    heads = attended.shape[1]
+    merged = merge_heads(attended)  # [B, T, H*D]
+    width = merged.shape[-1] // heads
+    parts = []
+    for h in range(heads):
+        kept = torch.zeros_like(merged)
+        kept[..., h * width:(h + 1) * width] = merged[..., h * width:(h + 1) * width]
+        parts.append(kept @ o_weight.T)
+    return torch.stack(parts, dim=1)
+
+
 # 04_gqa
+def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Attention without a mask where q has H heads and k, v have H_kv: torch's own SDPA."""
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+def cache_bytes_from_config(config: dict, tokens: int, batch: int) -> int:
+    """KV-cache bytes of `batch` sequences of `tokens` tokens for a transformers-style config.json,
+    measured: minimind_ref's KVCache filled with keys and values of the shape the config implies.
+    transformers' defaults: no num_key_value_heads means one per query head (MHA); no head_dim
+    means hidden_size / num_attention_heads; no torch_dtype means float32."""
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    dtype = getattr(torch, config.get("torch_dtype") or "float32")
+    layers = config["num_hidden_layers"]
+    shape = mm.MiniMindConfig(hidden_size=kv_heads * head_dim, num_attention_heads=kv_heads,
+                              num_key_value_heads=kv_heads, head_dim=head_dim, num_hidden_layers=layers,
+                              vocab_size=16, max_position_embeddings=max(tokens, 1))
+    cache = mm.KVCache(shape, batch_size=batch, capacity=tokens)
+    keys = torch.zeros(batch, kv_heads, tokens, head_dim, dtype=dtype)
+    for layer in range(layers):
+        cache.update(layer, keys, keys)
+    return cache.nbytes()
+
+
+def latent_values(weights: torch.Tensor, c_kv: torch.Tensor, w_uv: torch.Tensor) -> torch.Tensor:
+    """The decompressed route: every head's values W_UV c_j built, then the weighted average."""
+    values = torch.einsum("hvc,bsc->bhsv", w_uv, c_kv)  # [B, H, S, d_v]
+    return weights @ values
+
+
 # 05_masking
 def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """minimind_ref's attention weights with the scores as queries, identity keys and values and a
@@ -161,6 +218,26 @@ def write_into_cache(storage_k, storage_v, length, k, v):
     return keys, values, length + k.shape[2]
 
 
+def longest_context(config, dtype, budget_bytes, batch=1):
+    """The most tokens per sequence whose cache fits in budget_bytes, measured: the bytes per token
+    of a real KVCache of this config holding one token, not the formula."""
+    cache = mm.KVCache(config, batch_size=1, capacity=1)
+    one = torch.zeros(1, config.num_key_value_heads, 1, config.head_dim, dtype=dtype)
+    for layer in range(config.num_hidden_layers):
+        cache.update(layer, one, one)
+    return budget_bytes // (cache.nbytes() * batch)
+
+
+@torch.no_grad()
+def continue_after_prefix(model, prefix, suffixes, new_tokens):
+    """Each suffix's greedy continuation after the shared prefix, with no cache at all."""
+    out = []
+    for suffix in suffixes:
+        ids = torch.cat([prefix, suffix], dim=1)
+        out.append(model.generate(ids, new_tokens, use_cache=False)[:, ids.shape[1]:])
+    return out
+
+
 # 08_flash
 def masked_row_attention(scores, values, visible, tile):
     """One row's attention over its visible keys, by minimind_ref's explicit attention (all at
@@ -178,24 +255,6 @@ def tile_kind(row_start, row_end, key_start, key_end, T, S):
     """The tile of the full causal mask, looked at whole."""
     sees = torch.ones(T, S, dtype=torch.bool).tril(S - T)[row_start:row_end, key_start:key_end]
     return "skip" if not sees.any() else "full" if sees.all() else "mask"
-
-
-# 10_capstone (split_heads and merge_heads above serve it too)
-def scaled_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """q k^T / sqrt(D) for every query and key, as one einsum over the head dimension."""
-    return torch.einsum("...td,...sd->...ts", q, k) * q.shape[-1] ** -0.5
-
-
-def rope_heads(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """minimind_ref's RoPE on a [B, H, T, D] tensor (cos, sin: [T, D] or [B, T, D])."""
-    return mm.apply_rotary_pos_emb(x, x, cos, sin)[0]
-
-
-def attend_scores(scores: torch.Tensor, visible: torch.Tensor, v: torch.Tensor):
-    """(output, weights) of given scores: minimind_ref's attention with the scores as the queries,
-    the identity as the keys and scale 1, so that q k^T is the scores themselves."""
-    eye = torch.eye(scores.shape[-1], dtype=scores.dtype).expand(*scores.shape[:2], -1, -1)
-    return mm.scaled_dot_product_attention(scores, eye, v, attn_mask=visible, scale=1.0, return_weights=True)
 
 
 # 09_reading_heads
@@ -224,82 +283,19 @@ def induction_score_by_tokens(weights: torch.Tensor, ids: torch.Tensor) -> torch
     return (weights * follows).sum(-1)[..., repeats].mean(-1)
 
 
-# 03_multi_head (issue 24: transfers, not retypings)
-def attention_without_rope(layer, x: torch.Tensor) -> torch.Tensor:
-    """minimind_ref.Attention's own causal output with RoPE switched off (cos = 1, sin = 0)."""
-    positions = (torch.ones(x.shape[1], layer.head_dim), torch.zeros(x.shape[1], layer.head_dim))
-    return layer(x, positions)[0]
+# 10_capstone (split_heads and merge_heads above serve it too)
+def scaled_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """q k^T / sqrt(D) for every query and key, as one einsum over the head dimension."""
+    return torch.einsum("...td,...sd->...ts", q, k) * q.shape[-1] ** -0.5
 
 
-def fused_qkv_heads(x: torch.Tensor, in_proj_weight: torch.Tensor, num_heads: int):
-    """q, k, v as [B, H, T, D] from one stacked weight [3*H*D, C]: three separate projections,
-    each split by minimind_ref's own Attention.split_heads layout (chunks of the features)."""
-    w_q, w_k, w_v = in_proj_weight.chunk(3, dim=0)
-    return tuple(split_heads(x @ w.T, num_heads) for w in (w_q, w_k, w_v))
+def rope_heads(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """minimind_ref's RoPE on a [B, H, T, D] tensor (cos, sin: [T, D] or [B, T, D])."""
+    return mm.apply_rotary_pos_emb(x, x, cos, sin)[0]
 
 
-def head_contributions(attended: torch.Tensor, o_weight: torch.Tensor) -> torch.Tensor:
-    """[B, H, T, C]: o_proj applied to one head at a time, every other head's features zeroed."""
-    heads = attended.shape[1]
-    merged = merge_heads(attended)  # [B, T, H*D]
-    width = merged.shape[-1] // heads
-    parts = []
-    for h in range(heads):
-        kept = torch.zeros_like(merged)
-        kept[..., h * width:(h + 1) * width] = merged[..., h * width:(h + 1) * width]
-        parts.append(kept @ o_weight.T)
-    return torch.stack(parts, dim=1)
-
-
-# 04_gqa (issue 24)
-def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Attention without a mask where q has H heads and k, v have H_kv: torch's own SDPA."""
-    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-
-
-def cache_bytes_from_config(config: dict, tokens: int, batch: int) -> int:
-    """KV-cache bytes of `batch` sequences of `tokens` tokens for a transformers-style config.json,
-    measured: minimind_ref's KVCache filled with keys and values of the shape the config implies.
-    transformers' defaults: no num_key_value_heads means one per query head (MHA); no head_dim
-    means hidden_size / num_attention_heads; no torch_dtype means float32."""
-    heads = config["num_attention_heads"]
-    kv_heads = config.get("num_key_value_heads") or heads
-    head_dim = config.get("head_dim") or config["hidden_size"] // heads
-    dtype = getattr(torch, config.get("torch_dtype") or "float32")
-    layers = config["num_hidden_layers"]
-    shape = mm.MiniMindConfig(hidden_size=kv_heads * head_dim, num_attention_heads=kv_heads,
-                              num_key_value_heads=kv_heads, head_dim=head_dim, num_hidden_layers=layers,
-                              vocab_size=16, max_position_embeddings=max(tokens, 1))
-    cache = mm.KVCache(shape, batch_size=batch, capacity=tokens)
-    keys = torch.zeros(batch, kv_heads, tokens, head_dim, dtype=dtype)
-    for layer in range(layers):
-        cache.update(layer, keys, keys)
-    return cache.nbytes()
-
-
-def latent_values(weights: torch.Tensor, c_kv: torch.Tensor, w_uv: torch.Tensor) -> torch.Tensor:
-    """The decompressed route: every head's values W_UV c_j built, then the weighted average."""
-    values = torch.einsum("hvc,bsc->bhsv", w_uv, c_kv)  # [B, H, S, d_v]
-    return weights @ values
-
-
-
-# 07_kv_cache (session of issues 24 and 29)
-def longest_context(config, dtype, budget_bytes, batch=1):
-    """The most tokens per sequence whose cache fits in budget_bytes, measured: the bytes per token
-    of a real KVCache of this config holding one token, not the formula."""
-    cache = mm.KVCache(config, batch_size=1, capacity=1)
-    one = torch.zeros(1, config.num_key_value_heads, 1, config.head_dim, dtype=dtype)
-    for layer in range(config.num_hidden_layers):
-        cache.update(layer, one, one)
-    return budget_bytes // (cache.nbytes() * batch)
-
-
-@torch.no_grad()
-def continue_after_prefix(model, prefix, suffixes, new_tokens):
-    """Each suffix's greedy continuation after the shared prefix, with no cache at all."""
-    out = []
-    for suffix in suffixes:
-        ids = torch.cat([prefix, suffix], dim=1)
-        out.append(model.generate(ids, new_tokens, use_cache=False)[:, ids.shape[1]:])
-    return out
+def attend_scores(scores: torch.Tensor, visible: torch.Tensor, v: torch.Tensor):
+    """(output, weights) of given scores: minimind_ref's attention with the scores as the queries,
+    the identity as the keys and scale 1, so that q k^T is the scores themselves."""
+    eye = torch.eye(scores.shape[-1], dtype=scores.dtype).expand(*scores.shape[:2], -1, -1)
+    return mm.scaled_dot_product_attention(scores, eye, v, attn_mask=visible, scale=1.0, return_weights=True)
