@@ -292,7 +292,7 @@ def test_make_help_is_the_default_and_every_listed_target_exists():
     assert default.returncode == 0 and default.stdout == helped.stdout
     targets = re.findall(r"^  ([a-z][a-z-]*) ", helped.stdout, flags=re.M)
     expected = {"help", "setup", "lab", "test", "list", "exp", "experiments", "quiz", "grade", "notebooks",
-                "portability", "student", "slides", "bench", "clean", "distclean"}
+                "portability", "answers", "workspace", "slides", "bench", "clean", "distclean"}
     assert expected <= set(targets)
     for target in targets:  # -n: print the commands without running them
         result = _make(REPO, "-n", target, "M=01")
@@ -300,14 +300,14 @@ def test_make_help_is_the_default_and_every_listed_target_exists():
 
 
 @needs_make
-def test_make_clean_keeps_the_student_copies(course):
+def test_make_clean_keeps_the_workspace(course):
     root = _fake_course_with_makefile(course)
-    for folder in ("outputs/student", "outputs/01_attention_basics", "outputs/slides"):
+    for folder in ("workspace", "outputs/01_attention_basics", "outputs/slides"):
         (root / folder).mkdir(parents=True)
         (root / folder / "file").write_text("x")
     assert _make(root, "clean").returncode == 0
-    assert sorted(p.name for p in (root / "outputs").iterdir()) == ["student"]
-    assert (root / "outputs" / "student" / "file").read_text() == "x"
+    assert not (root / "outputs").exists()
+    assert (root / "workspace" / "file").read_text() == "x"
 
 
 def test_ci_runs_the_readme_command():
