@@ -185,11 +185,12 @@ def _write_quiz(course: Path, data) -> Path:
 
 def test_quiz_runs_in_the_terminal(course, capsys, monkeypatch):
     _write_quiz(course, QUIZ)
-    monkeypatch.setattr(sys, "stdin", io.StringIO("b\nA,C\n20\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("b\nA,C\n20\n22\n"))
     assert main(["quiz", "1"]) == 0
     out = capsys.readouterr().out
-    assert "Question 3 of 3" in out and "Not quite: you answered 20. The answer is 21." in out
-    assert out.rstrip().endswith("Score: 2 of 3: 2 right, 1 wrong, 0 skipped.")
+    assert "Question 3 of 3" in out and "Not quite: you answered 20." not in out  # the first try: a hint
+    assert "Not quite: you answered 22. The answer is 21." in out
+    assert out.rstrip().endswith("Score: 2 of 3 right on the first try, 3 answered, 0 skipped.")
 
 
 class _Interrupted(io.StringIO):
@@ -198,8 +199,8 @@ class _Interrupted(io.StringIO):
 
 
 @pytest.mark.parametrize("stdin,score", [
-    (lambda: io.StringIO("b\n"), "Score: 1 of 3: 1 right, 0 wrong, 0 skipped, 2 not reached."),
-    (_Interrupted, "Score: 0 of 3: 0 right, 0 wrong, 0 skipped, 3 not reached."),
+    (lambda: io.StringIO("b\n"), "Score: 1 of 3 right on the first try, 1 answered, 0 skipped, 2 not reached."),
+    (_Interrupted, "Score: 0 of 3 right on the first try, 0 answered, 0 skipped, 3 not reached."),
 ], ids=["end-of-input", "ctrl-c"])
 def test_quiz_stops_cleanly_with_the_score_so_far(course, capsys, monkeypatch, stdin, score):
     _write_quiz(course, QUIZ)
