@@ -48,12 +48,12 @@ def test_make_lab_serves_jupyterlab_on_the_workspace():
             if not line and server.poll() is not None:
                 break
             serving = serving or re.search(r"Serving notebooks from local directory: (\S+)", line)
-            found = re.search(r"(http://127\.0\.0\.1:\d+/lab\?token=\w+)", line)
+            found = re.search(r"(http://127\.0\.0\.1:\d+/lab[/\w]*\?token=\w+)", line)
             url = found.group(1) if found else None
         assert serving and Path(serving.group(1)) == ROOT
         assert url, "JupyterLab printed no address"
+        assert "/lab/tree/workspace?" in url, "the file browser opens on the workspace"
         assert "JupyterLab" in fetch_when_listening(url, seconds=30)
-        assert "JupyterLab" in fetch_when_listening(url.replace("/lab?", "/lab/tree/workspace?"), seconds=30)
     finally:
         server.terminate()
         server.wait(timeout=30)
