@@ -24,7 +24,7 @@ FORCE ?=
 SOLUTIONS ?=
 FILE ?=
 
-.PHONY: help setup lab test list exp experiments quiz grade notebooks portability student slides bench train-tiny clean distclean
+.PHONY: help setup lab answers workspace test list exp experiments quiz grade notebooks portability slides bench train-tiny clean distclean
 
 help: ## list the targets (the default)
 	@echo "Attention Lab. Usage: make TARGET [M=NN] [ARGS=...]"
@@ -55,10 +55,21 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@touch $@
 
 # Jupyter refuses to run as root unless told; root is normal in containers and cloud sandboxes.
-# DIR=outputs/student opens the student copies instead.
-DIR ?= notebooks/
-lab: setup ## open JupyterLab on the notebooks (make lab DIR=outputs/student: the student copies)
-	$(VENV)/bin/jupyter lab $(DIR) $(if $(filter 0,$(shell id -u)),--allow-root)
+# The server's root is the course, so that a notebook's relative links (../docs/glossary.md) open;
+# the file browser starts in the folder named.
+JUPYTER = $(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root)
+lab: setup ## start here: your own copies of the notebooks (workspace/, made on first use, never overwritten), in JupyterLab
+	@$(CLI) workspace
+	$(JUPYTER) --LabApp.default_url=/lab/tree/workspace
+
+answers: setup ## the answer book: JupyterLab on the solved notebooks (notebooks/)
+	$(JUPYTER) --LabApp.default_url=/lab/tree/notebooks
+
+# Never run by make clean: workspace/ holds the learner's work.
+workspace: ## make your missing copies in workspace/ (M=03: one; M=03 FORCE=1: replace it; FORCE=1: replace all)
+	@$(CHECK) workspace $(if $(M),"$(M)")
+	@$(MAKE) --no-print-directory setup
+	@$(CLI) workspace $(if $(M),"$(M)") $(if $(FORCE),--force)
 
 test: setup ## lint (ruff), then the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
 	$(VENV)/bin/ruff check .
@@ -98,9 +109,6 @@ portability: ## run notebooks as other machines would; list stored outputs that 
 	@$(MAKE) --no-print-directory setup
 	@$(CLI) portability $(if $(M),"$(M)") $(ARGS)
 
-student: setup ## write student copies, solutions removed (open them with: make lab DIR=outputs/student; FORCE=1 overwrites edits)
-	@$(CLI) student $(if $(FORCE),--force)
-
 slides: ## a module's notebook as offline 16:9 slides: make slides M=03 (outputs/slides/NN_slug.slides.html; SOLUTIONS=0: NN_slug.no-solutions.slides.html)
 	@$(CHECK) slides "$(M)"
 	@$(MAKE) --no-print-directory setup
@@ -112,9 +120,9 @@ bench: setup ## run the benchmarks (benchmarks/run_all.py; ARGS=--quick etc.)
 train-tiny: setup ## train the small MiniMind behind module 09 on the CPU (ARGS=--check: rebuild, compare)
 	$(PY) -m labkit.tiny_model $(ARGS)
 
-# outputs/student/ is kept: a learner's exercises live there.
-clean: ## remove generated files: outputs/ (but not outputs/student/), caches, build metadata (keeps .venv)
-	if [ -d outputs ]; then find outputs -mindepth 1 -maxdepth 1 ! -name student -exec rm -rf {} +; fi
+# workspace/ (the learner's copies) is never touched: nothing here names it.
+clean: ## remove generated files: outputs/, caches, build metadata (keeps .venv and your workspace/)
+	rm -rf outputs
 	rm -rf .pytest_cache
 	find . \( -path ./.venv -o -path ./.git \) -prune -o \
 		\( -name __pycache__ -o -name .pytest_cache -o -name .ipynb_checkpoints -o -name '*.egg-info' \) \

@@ -38,13 +38,13 @@ where each module's parts are; standard library only, so `python -m labkit.sylla
 explains a wrong module number before anything is installed), quiz (the quiz package: files,
 grading, the terminal quiz; `python -m labkit.quiz check`), tiny_data and tiny_heads (the tiny
 model's data and head scores), reproduction (is a retrained model the committed one), references
-(the references of the notebooks' exercise checks, kept out of the student copies), upstream
+(the references of the notebooks' exercise checks, kept out of the learner's copies), upstream
 (upstream MiniMind's causal-mask paths before and after its fix, and its float16 padding path,
 module 05), roofline (attention's FLOPs and memory traffic, and the chips' ridge points, module 08),
 rope_paper (RoPE's complex-number form and RoFormer's long-range bound, module 06).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
-files: the command line behind the make targets, student copies, slides, the headless notebook
+files: the command line behind the make targets, the learner's workspace copies, slides, the headless notebook
 runner and the portability check. They use the kit; the kit never imports them.
 
 Importing `labkit` costs nothing: each name is imported the first time it is used, so the syllabus

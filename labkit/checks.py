@@ -13,8 +13,8 @@ How an exercise is laid out in a notebook of this course:
            return scores.softmax(dim=-1)
            ### END SOLUTION
 
-   A later tool writes the student copies, replacing everything between the markers with
-   `raise NotImplementedError`.
+   The learner's copy (workspace/, labkit/course/student.py) replaces everything between the
+   markers with `raise NotImplementedError`.
 3. The next cell checks it against a reference, on a few inputs:
 
        check("attention weights", attention_weights, reference_weights,
@@ -24,6 +24,20 @@ How an exercise is laid out in a notebook of this course:
    which prints one line, `✓ attention weights: right. Each row is ...`, or says what is wrong:
    `✗ attention weights: not yet — for case 1 of 2, inputs (shape [3, 4], shape [5, 4]): it has
    shape [5, 3], expected [3, 5] (the transpose: are the dimensions in the right order?)`.
+
+What a check says, and what it never says. The learner must do the thinking, so a failing check
+names the kind of thing that is wrong and never prints the expected value:
+
+- structure, which is not the answer: the type, a tensor's shape and kind of dtype, a list's
+  length, a dict's keys, where NaN or inf appear that should not (or the other way round);
+- for a tensor of values: how many entries differ, where the first (integers, booleans) or the
+  largest (floats) difference is, and how large it is, but not the expected entry;
+- for a value answer (a number, a bool, a string, an item of a list, a 0-d tensor): only that it
+  is not right, with the learner's own value and the author's `hint=` (say what to re-check,
+  never the answer). No expected value, no difference, no ratio: any of them turns two guesses
+  into the answer.
+
+The answer book (`make answers`) holds the worked solutions; a check never stands in for it.
 
 Pass the learner's function and `cases`, not the function's result: check() runs the function
 itself, so an exercise not filled in yet (NotImplementedError) or one that raises reports a line
@@ -60,6 +74,9 @@ STRICT_ENV = "ATTENTION_LAB_STRICT_CHECKS"
 
 # How many characters of a value or an error message a line shows.
 _SHORT = 80
+NOT_FILLED_IN = "the exercise is not filled in yet (it raises NotImplementedError)"
+# What a check says of a value answer that is wrong: that it is wrong, never what it should be.
+_NOT_RIGHT = "not right"
 
 
 class ExerciseCheckFailed(AssertionError):
@@ -113,6 +130,7 @@ def check(
     rtol: float = 1e-5,
     cases: Sequence[Any] | None = None,
     explain: str | None = None,
+    hint: str | None = None,
 ) -> CheckResult:
     """Compare the learner's answer with the expected one; print one line saying right or why not.
 
@@ -125,6 +143,8 @@ def check(
     atol, rtol: floating-point values match when |got - expected| <= atol + rtol * |expected|
         (as in torch.allclose). Integers, bools and strings must match exactly.
     explain: a sentence said on success: why the result matters.
+    hint: a sentence said on failure (not for an exercise not filled in yet): what to re-check,
+        without the answer ("Count the keys each query may see.").
 
     Compares tensors (type, shape, dtype kind, NaN/inf, values), numpy arrays, Python numbers,
     bools, strings and None, and lists, tuples and dicts item by item.
@@ -132,7 +152,7 @@ def check(
     Returns a CheckResult (true when passed). In strict mode (ATTENTION_LAB_STRICT_CHECKS=1) a
     failure raises ExerciseCheckFailed after printing.
     """
-    _check_arguments(name, got, expected, atol, rtol, cases, explain)
+    _check_arguments(name, got, expected, atol, rtol, cases, explain, hint)
     if cases is None:
         reason = _compare(got, expected, atol, rtol)
     else:
@@ -141,6 +161,8 @@ def check(
         message = f"✓ {name}: right." + (f" {explain.strip()}" if explain and explain.strip() else "")
     else:
         message = f"✗ {name}: not yet — {reason}"
+        if hint and hint.strip() and reason != NOT_FILLED_IN:
+            message += f". Hint: {hint.strip()}"
     result = CheckResult(reason is None, name, message)
     print(message)
     result._printed_in = _cell_number()
@@ -152,7 +174,7 @@ def check(
 # ------------------------------------------------------------------- the author's use of check
 
 
-def _check_arguments(name, got, expected, atol, rtol, cases, explain) -> None:
+def _check_arguments(name, got, expected, atol, rtol, cases, explain, hint) -> None:
     if not isinstance(name, str) or not name.strip():
         raise TypeError(f"check(name=...) must be a non-empty string naming the exercise, got {name!r}.")
     for label, tolerance in (("atol", atol), ("rtol", rtol)):
@@ -160,8 +182,9 @@ def _check_arguments(name, got, expected, atol, rtol, cases, explain) -> None:
             raise TypeError(f"check({label}=...) must be a number, got {type(tolerance).__name__}.")
         if not tolerance >= 0 or math.isinf(tolerance):  # `not >=` also catches NaN
             raise ValueError(f"check({label}=...) must be a finite number >= 0, got {tolerance}.")
-    if explain is not None and not isinstance(explain, str):
-        raise TypeError(f"check(explain=...) must be a sentence (a string), got {type(explain).__name__}.")
+    for label, sentence in (("explain", explain), ("hint", hint)):
+        if sentence is not None and not isinstance(sentence, str):
+            raise TypeError(f"check({label}=...) must be a sentence (a string), got {type(sentence).__name__}.")
     if cases is None:
         if callable(got) and not isinstance(got, torch.Tensor):
             raise TypeError(
@@ -216,7 +239,7 @@ def _run_cases(function: Callable, expected: Any, cases: list[Any], atol: float,
         try:
             answer = function(*_fresh_copy(args))
         except NotImplementedError:
-            return "the exercise is not filled in yet (it raises NotImplementedError)"
+            return NOT_FILLED_IN
         except Exception as error:
             return f"{where}: your code raised {_error_text(error)}"
         reason = _compare(answer, want, atol, rtol)
@@ -280,15 +303,15 @@ def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
             return _type_mismatch(got, expected)
         return _compare_arrays(got, expected, atol, rtol)
     if expected is None:
-        return None if got is None else f"it is {_describe(got)}, expected None"
+        return None if got is None else f"it is {_describe(got)}, {_NOT_RIGHT}"
     if isinstance(expected, bool):
         if not isinstance(got, bool):
             return _type_mismatch(got, expected)
-        return None if got == expected else f"it is {got}, expected {expected}"
+        return None if got == expected else _wrong_value(got)
     if isinstance(expected, int):
         if isinstance(got, bool) or not isinstance(got, int):
             return _type_mismatch(got, expected)
-        return None if got == expected else f"it is {got}, expected {expected}"
+        return None if got == expected else _wrong_value(got)
     if isinstance(expected, float):
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             return _type_mismatch(got, expected)
@@ -296,7 +319,7 @@ def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
     if isinstance(expected, str):
         if not isinstance(got, str):
             return _type_mismatch(got, expected)
-        return None if got == expected else f"it is {_short(repr(got))}, expected {_short(repr(expected))}"
+        return None if got == expected else _wrong_value(got)
     if isinstance(expected, (list, tuple)):
         if not isinstance(got, (list, tuple)):
             return _type_mismatch(got, expected)
@@ -323,8 +346,14 @@ def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
     try:
         same = bool(got == expected)
     except Exception as error:
-        return f"it cannot be compared with the expected {_describe(expected)} ({_error_text(error)})"
-    return None if same else f"it is {_short(repr(got))}, expected {_short(repr(expected))}"
+        return f"it cannot be compared with the expected {_kind_of(expected)} ({_error_text(error)})"
+    return None if same else _wrong_value(got)
+
+
+def _wrong_value(got: Any) -> str:
+    """A value answer that is wrong: the learner's own value, and that it is not right (module
+    docstring: never the expected value)."""
+    return f"it is {_short(repr(got)) if not isinstance(got, float) else _num(got)}: {_NOT_RIGHT}"
 
 
 def _at(index: str, reason: str) -> str:
@@ -338,13 +367,12 @@ def _compare_floats(got: float, expected: float, atol: float, rtol: float) -> st
     if not outside_tolerance(torch.tensor(got, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),
                              atol, rtol).item():
         return None
-    if math.isfinite(got) and math.isfinite(expected):
-        return f"it is {_num(got)}, expected {_num(expected)} (difference {_num(abs(got - expected))})"
-    return f"it is {_num(got)}, expected {_num(expected)}"
+    return _wrong_value(got)
 
 
 def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
-    """Two tensors, or two numpy arrays: shape, then kind of dtype, then NaN/inf, then values."""
+    """Two tensors, or two numpy arrays: shape, then kind of dtype, then NaN/inf, then values. The
+    values: where they differ and by how much, never the expected entry (module docstring)."""
     if tuple(got.shape) != tuple(expected.shape):
         hint = _shape_hint(got.shape, expected.shape)
         return f"it has shape {_shape(got.shape)}, expected {_shape(expected.shape)}{hint}"
@@ -361,21 +389,23 @@ def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | 
         bad = outside_tolerance(a, b, atol, rtol).numpy()
         if not bad.any():
             return None
+        if a.ndim == 0:
+            return _wrong_value(a.item())
         diff = distance(a, b).numpy()
         worst = np.unravel_index(np.argmax(np.where(bad, diff, -1.0)), diff.shape)
-        if a.ndim == 0:
-            return f"it is {_num(a.item())}, expected {_num(b.item())} (difference {_num(diff.item())})"
-        return (f"largest difference {_num(diff[worst].item())} at {_index(worst)} "
-                f"(got {_num(a[worst].item())}, expected {_num(b[worst].item())}); "
-                f"{int(bad.sum())} of {bad.size} values outside the tolerance")
+        return (f"{int(bad.sum())} of {bad.size} values are outside the tolerance; the largest difference, "
+                f"{_num(diff[worst].item())}, is at {_index(worst)}")
     bad = a != b
     if not bad.any():
         return None
-    first = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
     if a.ndim == 0:
-        return f"it is {a.item()!r}, expected {b.item()!r}"
-    return (f"it differs at {int(bad.sum())} of {bad.size} positions, e.g. {_index(first)} "
-            f"(got {a[first].item()!r}, expected {b[first].item()!r})")
+        return _wrong_value(a.item())
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    text = f"it differs at {int(bad.sum())} of {bad.size} positions, the first at {_index(first)}"
+    if expected_kind == "integer":
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        text += f"; the largest difference is {int(diff.max())}"
+    return text
 
 
 def _special_values(array: Any) -> dict:
@@ -407,7 +437,7 @@ def _nonfinite_mismatch(a: Any, b: Any) -> str | None:
             where = np.argwhere(missing)
             first = tuple(int(i) for i in where[0]) if a.ndim else ()
             if not a.ndim:
-                return f"it is {_num(a.item())}, expected {label}"
+                return _wrong_value(a.item())
             return (f"expected {label} at {_count(len(where), 'position')}, e.g. {_index(first)}, "
                     f"where it has {_num(a[first].item())}")
     return None
@@ -496,9 +526,26 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def _kind_of(value: Any) -> str:
+    """What a value is, by its type and structure only, never by its value (for the expected
+    value): 'an int', 'a torch.Tensor of shape [3, 4]', 'a list of 2 items'."""
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, int):
+        return "an int"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a str"
+    if isinstance(value, torch.Tensor) and value.dim() == 0:
+        return "a 0-d torch.Tensor"
+    return _describe(value)
+
+
 def _type_mismatch(got: Any, expected: Any) -> str:
-    """'it is X, expected Y', with the usual fix when there is one."""
-    text = f"it is {_describe(got)}, expected {_describe(expected)}"
+    """'it is X, expected a Y', with the usual fix when there is one; the expected value's kind,
+    never its value."""
+    text = f"it is {_describe(got)}, expected {_kind_of(expected)}"
     hint = ""
     if got is None:
         hint = "did the function forget to return its result?"

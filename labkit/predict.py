@@ -17,7 +17,7 @@ says what the learner's answer shows about their picture of the idea:
 For a number, pass `number=True` (and `unit=`); `reveal(value)` then says how far off the guess
 was, and `why` may have the keys "low", "high" and "right".
 
-The student copies (`labkit/course/student.py`) clear the stored output of the cell after a
+The learner's copies (workspace/, `labkit/course/student.py`) clear the stored output of the cell after a
 prediction, so the result is not on the page before the learner has guessed. A run without a
 learner (the tests, the answer book) has no prediction; reveal then shows the result and the
 lesson of the right answer.

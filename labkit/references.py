@@ -1,8 +1,8 @@
 """The references that the notebooks' exercise checks compare a learner's answer with.
 
-They live here, not in the notebooks, because a check cell stays in the student copy (the learner's
-workspace): a reference written out there is an answer the learner can read one cell below the
-exercise. Where `minimind_ref` computes the thing itself, the check uses it directly; these are
+They live here, not in the notebooks, because a check cell stays in the learner's copy (made in
+workspace/ by `make lab`): a reference written out there is an answer the learner can read one
+cell below the exercise. Where `minimind_ref` computes the thing itself, the check uses it directly; these are
 the rest. Each takes another route than the notebook's worked solution (a cumulative sum for a
 matrix product, complex numbers for cos/sin, a brute-force mask for corner tests), so that a check
 compares two independent computations. tests/kit/test_student_copies.py holds the copies to this.

@@ -230,7 +230,7 @@ def _has_part(module: Module, target: str) -> bool:
         return bool(module.experiments)
     if target == "quiz":
         return module.quiz is not None
-    if target in ("notebooks", "slides", "portability"):
+    if target in ("notebooks", "slides", "portability", "workspace"):
         return module.notebook is not None
     return module.on_disk
 
@@ -291,10 +291,10 @@ def quiz_path(module: Module) -> Path:
 
 # What each make target needs from the module it is given.
 _REQUIREMENTS = {"exp": experiment_scripts, "quiz": quiz_path, "notebooks": notebook_path,
-                 "slides": notebook_path, "portability": notebook_path}
+                 "slides": notebook_path, "portability": notebook_path, "workspace": notebook_path}
 _PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "notebooks", "slides": "notebooks",
-               "portability": "notebooks"}
-_ALL_WHEN_EMPTY = ("notebooks", "portability")  # targets where no number means every notebook
+               "portability": "notebooks", "workspace": "notebooks"}
+_ALL_WHEN_EMPTY = ("notebooks", "portability", "workspace")  # targets where no number means every notebook
 
 
 def check(target: str, text: str, root: Path) -> Module | None:

@@ -5,7 +5,7 @@
     python -m labkit.course experiments      run every module's experiment scripts
     python -m labkit.course quiz 03          take module 03's quiz in the terminal
     python -m labkit.course notebooks [03]   re-execute notebooks, storing fresh outputs
-    python -m labkit.course student [--force] student copies, solutions removed
+    python -m labkit.course workspace [03] [--force]  your copies (workspace/): made where missing
     python -m labkit.course slides 03 [--no-solutions]  module 03's notebook as offline slides
     python -m labkit.course portability [03] notebooks run as other machines would: what changes
 
@@ -168,25 +168,45 @@ def _output_folder(root: Path, name: str, what: str) -> Path:
                           f"then run the command again.") from None
 
 
-def cmd_student(args: argparse.Namespace, root: Path) -> int:
-    """Write outputs/student/NN_slug.ipynb for every notebook, solutions removed, checks kept."""
-    from labkit.course.student import OPEN_COPIES, StudentCopyError, write_student_copies
+def cmd_workspace(args: argparse.Namespace, root: Path) -> int:
+    """Make the learner's copy, workspace/NN_slug.ipynb, of every notebook (or of module NN's) that
+    has none yet; keep every copy that exists. --force replaces them (with a module: that one)."""
+    from labkit.course.student import (
+        OPEN_ANSWERS,
+        OPEN_COPIES,
+        REMAKE_ONE,
+        WORKSPACE,
+        StudentCopyError,
+        make_workspace,
+    )
 
-    notebooks = sorted((root / "notebooks").glob("*.ipynb"))
+    module = check("workspace", args.module, root)
+    notebooks = [module.notebook] if module is not None else sorted((root / "notebooks").glob("*.ipynb"))
     if not notebooks:
         print("No notebooks exist yet.")
         return 0
-    out_dir = _output_folder(root, "student", "the student copies")
     try:
-        written = write_student_copies(notebooks, out_dir, force=args.force)
+        out_dir = writable_folder(root / WORKSPACE)
+    except ValueError as error:
+        raise CourseError(f"cannot make your copies in {WORKSPACE}/: {error}. Move what is in the way, "
+                          f"then run the command again.") from None
+    try:
+        copies = make_workspace(notebooks, out_dir, replace=notebooks if args.force else [])
     except StudentCopyError as error:
         raise CourseError(str(error)) from None
-    for item in written:
-        note = {"written": "written", "unchanged": "unchanged",
-                "kept": "KEPT: it differs from a fresh copy, so it may hold your work "
-                        "(delete it, or run make student FORCE=1, to regenerate)"}[item.status]
-        print(f"  {item.path.relative_to(root).as_posix()}: {note}")
-    print(f"Open them with: {OPEN_COPIES}")
+    print(f"Your copies of the notebooks, in {WORKSPACE}/ (the solved ones, the answer book: {OPEN_ANSWERS}):")
+    for copy in copies:
+        number = copy.path.name[:2]
+        note = {"made": "made (new)",
+                "replaced": "REPLACED by a fresh copy (FORCE)",
+                "kept": "kept",
+                "kept, differs": f"kept: it differs from a fresh copy (your work, or an older answer book); "
+                                 f"to replace it: {REMAKE_ONE.format(number=number)}"}[copy.status]
+        print(f"  {copy.path.relative_to(root).as_posix()}: {note}")
+    counts = {status: sum(c.status == status for c in copies) for status in ("made", "replaced")}
+    kept = len(copies) - counts["made"] - counts["replaced"]
+    print(f"Made {counts['made']}, replaced {counts['replaced']}, kept {kept}. "
+          f"({OPEN_COPIES} opens them in JupyterLab.)")
     return 0
 
 
@@ -226,9 +246,11 @@ def _parser() -> argparse.ArgumentParser:
     notebooks = commands.add_parser("notebooks", help="re-execute notebooks in place")
     notebooks.add_argument("module", nargs="?", default="", help="module number (default: all)")
     notebooks.set_defaults(run=cmd_notebooks)
-    student = commands.add_parser("student", help="write student copies of the notebooks (outputs/student/)")
-    student.add_argument("--force", action="store_true", help="overwrite copies that differ (your edits too)")
-    student.set_defaults(run=cmd_student)
+    workspace = commands.add_parser("workspace", help="make your copies of the notebooks (workspace/) where missing")
+    workspace.add_argument("module", nargs="?", default="", help="module number (default: every notebook)")
+    workspace.add_argument("--force", action="store_true",
+                           help="replace the copy (or, without a module, every copy): your edits are lost")
+    workspace.set_defaults(run=cmd_workspace)
     slides = commands.add_parser("slides", help="a module's notebook as offline reveal.js slides (outputs/slides/)")
     slides.add_argument("module", help="module number, e.g. 03 or 3")
     slides.add_argument("--no-solutions", action="store_true",

@@ -43,11 +43,12 @@ def _client_class():
 
 
 def execute_notebook(notebook, folder: Path, cell_timeout: int | None = CELL_TIMEOUT,
-                     allow_errors: bool = False, record_timing: bool = False):
+                     allow_errors: bool = False, record_timing: bool = False, env: dict | None = None):
     """Run every code cell of `notebook` (an nbformat node, updated in place and returned) top to
-    bottom in a fresh python3 kernel started in `folder`. A cell past `cell_timeout` seconds raises
-    nbclient's CellTimeoutError; a failing cell raises CellExecutionError unless `allow_errors`."""
+    bottom in a fresh python3 kernel started in `folder` (with the environment `env`, default this
+    process's). A cell past `cell_timeout` seconds raises nbclient's CellTimeoutError; a failing
+    cell raises CellExecutionError unless `allow_errors`."""
     client = _client_class()(notebook, timeout=cell_timeout, kernel_name="python3", allow_errors=allow_errors,
                              record_timing=record_timing, resources={"metadata": {"path": str(folder)}})
-    client.execute()
+    client.execute(**({"env": env} if env is not None else {}))
     return notebook

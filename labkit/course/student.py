@@ -1,6 +1,11 @@
-"""Student copies of the notebooks: every exercise's worked solution taken out, its check kept.
+"""The learner's workspace: a copy of every notebook, each exercise's worked solution taken out,
+its check kept.
 
-`make student` writes `outputs/student/NN_slug.ipynb` for every notebook. In each solution cell
+`make lab` (through `make_workspace`) writes `workspace/NN_slug.ipynb` for every notebook that has
+no copy there yet, then opens JupyterLab on workspace/; the solved notebooks in notebooks/ are the
+answer book (`make answers`). workspace/ sits beside notebooks/, so a copy's relative links
+(`../docs/glossary.md`, `../modules/05_masking/README.md`, `06_rope.ipynb`) lead where the answer
+book's do. In each solution cell
 (tagged "solution", see checks.py) the lines between `### BEGIN SOLUTION` and `### END SOLUTION`
 become one `raise NotImplementedError(...)` at the same indentation, so the cell still defines the
 learner's function; the check in the next cell then reports "not yet" instead of stopping the
@@ -21,13 +26,17 @@ the learner starts from code that runs and gives a wrong result:
 
 A prediction (tag "predict", see labkit/predict.py) is followed by the cell that shows the result;
 its stored output is cleared too, so the result is not on the page before the learner has guessed.
+So is the stored output of any later cell that uses a name an exercise defines (its function, or a
+variable its solution sets): the answer book computed it with the solution.
 
-A learner's work is never overwritten: a copy that already exists and differs from what would be
-written now (the learner edited it) is kept, and the command says how to regenerate it.
+A learner's work is never overwritten: a copy that exists is kept, even when a newer answer book
+would make a different one, and the command says which copies it made and which it kept. Only
+`make workspace M=NN FORCE=1` (one copy) or `make workspace FORCE=1` (all) replaces a copy.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +46,9 @@ import nbformat
 BEGIN, END, BUGGY = "### BEGIN SOLUTION", "### END SOLUTION", "### BUGGY"
 PLACEHOLDER = 'raise NotImplementedError("your code here: write it, then run the check below")'
 SOLUTION_TAG, EXERCISE_TAG, PREDICT_TAG = "solution", "exercise", "predict"
-# The one way the course says how to open the copies: here, in `make help` and in the README.
-OPEN_COPIES = "make lab DIR=outputs/student"
+# Where the copies live, beside notebooks/ (git-ignored), and the commands that make and open them.
+WORKSPACE = "workspace"
+OPEN_COPIES, OPEN_ANSWERS, REMAKE_ONE = "make lab", "make answers", "make workspace M={number} FORCE=1"
 
 
 class StudentCopyError(ValueError):
@@ -88,48 +98,84 @@ def strip_solution(source: str, where: str = "a solution cell") -> str:
     return "\n".join(out)
 
 
+def defined_names(source: str) -> set[str]:
+    """The names a cell binds at its top level (functions, classes, assigned variables); none for a
+    cell Python cannot parse (an IPython magic)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for target in targets:
+            names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def used_names(source: str) -> set[str]:
+    """The names a cell reads; none for a cell Python cannot parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _clear(cell) -> None:
+    if cell is not None and cell.cell_type == "code":
+        cell.outputs, cell.execution_count = [], None
+
+
 def student_notebook(notebook: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
     """A copy of `notebook` with its solutions taken out; the original is not changed."""
     student = copy.deepcopy(notebook)
     cells = student.cells
+    exercise_names: set[str] = set()
     for index, cell in enumerate(cells):
         tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "code" and SOLUTION_TAG not in tags and used_names(cell.source) & exercise_names:
+            _clear(cell)  # computed, in the answer book, with a solution
         if PREDICT_TAG in tags:
-            result = next((later for later in cells[index + 1:] if later.cell_type == "code"), None)
-            if result is not None:
-                result.outputs, result.execution_count = [], None
+            _clear(next((later for later in cells[index + 1:] if later.cell_type == "code"), None))
         if SOLUTION_TAG not in tags:
             continue
+        exercise_names |= defined_names(cell.source)
         cell.source = strip_solution(cell.source, f"{name}, cell {index}")
         cell.metadata["tags"] = [EXERCISE_TAG if tag == SOLUTION_TAG else tag for tag in tags]
         cell.metadata.get("jupyter", {}).pop("source_hidden", None)
-        for exercise_or_check in (cell, cells[index + 1] if index + 1 < len(cells) else None):
-            if exercise_or_check is not None and exercise_or_check.cell_type == "code":
-                exercise_or_check.outputs = []
-                exercise_or_check.execution_count = None
+        _clear(cell)
+        _clear(cells[index + 1] if index + 1 < len(cells) else None)
     return student
 
 
 @dataclass
 class Written:
     path: Path
-    status: str  # "written", "unchanged" or "kept" (the learner's edited copy)
+    status: str  # "made" (there was none), "replaced" (FORCE), "kept" or "kept, differs" (left as it was)
 
 
-def write_student_copies(notebooks: list[Path], out_dir: Path, force: bool = False) -> list[Written]:
-    """Write a student copy of each notebook into `out_dir`; keep edited copies unless `force`."""
+def make_workspace(notebooks: list[Path], out_dir: Path, replace: list[Path] | None = None) -> list[Written]:
+    """Make the learner's copy of each notebook in `out_dir` where there is none yet; keep every
+    copy that exists, except those of the notebooks in `replace`, which are made afresh.
+
+    A kept copy is "kept" when it is what a fresh copy would be, and "kept, differs" when not: the
+    learner's edits, or an older answer book (the learner decides; the copy is not touched)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    replace = {path.name for path in replace or []}
     results = []
     for source in notebooks:
         fresh = nbformat.writes(student_notebook(nbformat.read(source, as_version=4), source.name)) + "\n"
         target = out_dir / source.name
         if target.exists() and not target.is_file():
-            raise StudentCopyError(f"{target} is a folder, not a notebook: move it away to write the student copy")
-        if target.exists() and target.read_text() == fresh:
-            results.append(Written(target, "unchanged"))
-        elif target.exists() and not force:
-            results.append(Written(target, "kept"))
-        else:
-            target.write_text(fresh)
-            results.append(Written(target, "written"))
+            raise StudentCopyError(f"{target} is a folder, not a notebook: move it away to make your copy")
+        if target.exists() and source.name not in replace:
+            results.append(Written(target, "kept" if target.read_text() == fresh else "kept, differs"))
+            continue
+        status = "replaced" if target.exists() else "made"
+        target.write_text(fresh)
+        results.append(Written(target, status))
     return results

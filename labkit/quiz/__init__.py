@@ -1,6 +1,7 @@
 """The course's quizzes, in one import: the public names of this package, and the authors' command.
 
-    model.py       the data model and grading: Quiz, Question, Feedback, Score, parse_response
+    model.py       the data model and grading: Quiz, Question, Feedback, Tries (hint after a first
+                   wrong try, answer after a second), Score, parse_response
     format.py      quiz files: load_quiz, parse_quiz, QuizError and the JSON Schema QUIZ_SCHEMA
     terminal.py    quiz_text, run_terminal_quiz (`make quiz M=NN`) and the command below
     plain_math.py  formulas as Unicode and code without backticks, for the terminal
@@ -35,6 +36,7 @@ from labkit.quiz.model import (
     Question,
     Quiz,
     Score,
+    Tries,
     format_number,
     letter,
     parse_response,
@@ -42,7 +44,7 @@ from labkit.quiz.model import (
 from labkit.quiz.terminal import quiz_text, run_terminal_quiz
 
 __all__ = [
-    "Feedback", "Question", "Quiz", "Score", "format_number", "letter", "parse_response",
+    "Feedback", "Question", "Quiz", "Score", "Tries", "format_number", "letter", "parse_response",
     "ID_PATTERN", "MAX_CHOICES", "QUESTION_KEYS", "QUESTION_TYPES", "QUIZ_SCHEMA", "TOP_KEYS",
     "QuizError", "load_quiz", "parse_quiz", "quiz_text", "run_terminal_quiz",
 ]

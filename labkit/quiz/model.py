@@ -1,9 +1,14 @@
 """The quiz data model and grading: what every front end needs, and all it needs.
 
 A `Quiz` of `Question`s (built by format.parse_quiz, which validates them), `Question.grade`
-with its `Feedback`, the terminal's `Score`, and `parse_response`, which turns what a learner typed
-into a response to grade. The notebook widget and the terminal runner both grade here, so a
-question is marked, and its feedback worded, the same everywhere. Standard library only.
+with its `Feedback`, `Tries` (the rule every front end follows), `Score`, and `parse_response`,
+which turns what a learner typed into a response to grade. The notebook widget and the terminal
+runner both grade here, so a question is marked, and its feedback worded, the same everywhere.
+
+The rule, `Tries`: a first wrong answer is told it is not right, without the answer, and gets the
+question's hint; the right answer and the explanation come with a right answer or a second wrong
+one. The score counts first tries only, so an answer sent again after it was shown never counts.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ _NUMBER_ADVICE = ("Type a number, such as 42, -3, 0.125, 1e-5 or 25,829,888 "
 
 @dataclass(frozen=True)
 class Feedback:
-    """The verdict on one answer: `message` starts with "Right!" or "Not quite", gives the right
-    answer, and ends with the question's explanation on its own line."""
+    """The verdict on one answer: `message` starts with "Right!" or "Not quite". When `revealed`
+    (as from `Question.grade`), it gives the right answer and ends with the question's explanation
+    on its own line; when not (a first wrong try, from `Tries`), it gives neither."""
 
     correct: bool
     message: str
+    revealed: bool = True
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,37 @@ class Question:
         return int(response)
 
 
+NOT_RIGHT = "Not quite: that is not right yet."
+TRY_AGAIN = "Try once more; a second wrong answer shows the right one."
+SEEN = "(You have seen the answer: this try does not change your score.)"
+
+
+class Tries:
+    """One question's tries, under the course's rule (module docstring): `submit(response)` gives
+    the Feedback to show; `first_right` is None until the first try, then whether it was right."""
+
+    def __init__(self, question: Question):
+        self.question = question
+        self.count = 0
+        self.first_right: bool | None = None
+        self.revealed = False
+
+    def submit(self, response: Any) -> Feedback:
+        """Grade a response (ValueError for one of the wrong kind, counting nothing) and say what
+        the rule allows: the answer only after a right try or a second wrong one."""
+        full = self.question.grade(response)
+        if self.revealed:
+            return Feedback(full.correct, full.message.replace("\n", f" {SEEN}\n", 1))
+        self.count += 1
+        if self.first_right is None:
+            self.first_right = full.correct
+        if full.correct or self.count >= 2:
+            self.revealed = True
+            return full
+        hint = f"\nHint: {self.question.hint}" if self.question.hint else ""
+        return Feedback(False, f"{NOT_RIGHT} {TRY_AGAIN}{hint}", revealed=False)
+
+
 @dataclass(frozen=True)
 class Quiz:
     """A module's quiz: `module` is its NN_slug, `questions` a tuple of `Question`."""
@@ -138,8 +176,8 @@ class Quiz:
 
 @dataclass(frozen=True)
 class Score:
-    """How a terminal quiz went: `right` of `total`, with `answered` and `skipped` counted; the
-    rest were not reached (the learner quit)."""
+    """How a quiz went: `right` (on the first try) of `total`, with `answered` (tried at least once)
+    and `skipped` counted; the rest were not reached (the learner quit)."""
 
     right: int
     answered: int
@@ -151,9 +189,8 @@ class Score:
         return self.total - self.answered - self.skipped
 
     def __str__(self) -> str:
-        notes = [f"{self.skipped} skipped"] if self.skipped else []
-        notes += [f"{self.not_reached} not reached"] if self.not_reached else []
-        return f"Score: {self.right} of {self.total}" + (f" ({', '.join(notes)})" if notes else "")
+        """"Score: 3 of 11 right on the first try, 5 answered", as the widget shows it."""
+        return f"Score: {self.right} of {self.total} right on the first try, {self.answered} answered"
 
 
 def letter(index: int) -> str:

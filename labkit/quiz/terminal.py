@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from labkit.quiz.format import QUIZ_SCHEMA, QuizError, load_quiz
-from labkit.quiz.model import Feedback, Question, Quiz, Score, letter, parse_response
+from labkit.quiz.model import Feedback, Question, Quiz, Score, Tries, letter, parse_response
 from labkit.quiz.plain_math import plain_text
 
 
@@ -39,7 +39,8 @@ def quiz_text(quiz: Quiz) -> str:
 
 # One instruction a line, so that wrapping never leaves a key ("?") stranded at a line's end.
 _INSTRUCTIONS = ("Answer with a letter (B), letters (A,C) or a number, then press Enter.\n"
-                 "Type ? for a hint; s or an empty line skips; q quits.")
+                 "A wrong answer gets a hint and a second try; then you see the answer.\n"
+                 "Your score counts first tries. s or an empty line skips; q quits.")
 
 
 def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
@@ -48,9 +49,11 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
                       width: int | None = None) -> Score:
     """Take a quiz in the terminal, one question at a time, and return the score.
 
-    An answer that cannot be read is explained and asked again (it does not count); "?" shows the
-    hint, "s" or an empty line skips, "q", end of input (Ctrl-D) or Ctrl-C stops with the score
-    so far. Text is wrapped to `width` (default: the terminal's, else 80), its formulas in Unicode
+    Each question follows the rule of model.Tries: a first wrong answer is told so and gets the
+    hint, and is asked again; the answer and the explanation come after a right answer or a second
+    wrong one; the score counts first tries. An answer that cannot be read is explained and asked
+    again (it does not count); "s" or an empty line skips, "q", end of input (Ctrl-D) or Ctrl-C
+    stops with the score so far. Text is wrapped to `width` (default: the terminal's, else 80), its formulas in Unicode
     and its code without backticks (plain_math.plain_text). A malformed quiz file raises QuizError
     before anything is shown.
     """
@@ -80,17 +83,22 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
         note = _kind_note(question, terminal=True)
         if note:
             say(note)
-        outcome = _ask(question, input_fn, print_fn, say)
+        tries = Tries(question)
+        while True:
+            outcome = _ask(question, tries, input_fn, print_fn, say)
+            if not isinstance(outcome, Feedback):
+                break
+            say(outcome.message)
+            if outcome.revealed:
+                break
+        answered += tries.first_right is not None
+        right += bool(tries.first_right)
         if outcome is None:
             say(f"Stopped at question {number} of {total}.")
             break
         if outcome == "skip":
             say("Skipped.")
-            skipped += 1
-            continue
-        answered += 1
-        right += outcome.correct
-        say(outcome.message)
+            skipped += tries.first_right is None
     score = Score(right, answered, total, skipped)
     say()
     say(final_score(score))
@@ -98,15 +106,16 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
 
 
 def final_score(score: Score) -> str:
-    """The last line of a terminal quiz: right, wrong and skipped counted, and what was not reached."""
-    line = (f"Score: {score.right} of {score.total}: {score.right} right, {score.answered - score.right} wrong, "
-            f"{score.skipped} skipped")
+    """The last line of a terminal quiz: right on the first try, answered, skipped, and what was not
+    reached."""
+    line = f"{score}, {score.skipped} skipped"
     return line + (f", {score.not_reached} not reached." if score.not_reached else ".")
 
 
-def _ask(question: Question, input_fn: Callable[[str], str], print_fn: Callable[..., None],
+def _ask(question: Question, tries: Tries, input_fn: Callable[[str], str], print_fn: Callable[..., None],
          say: Callable[[str], None]) -> Feedback | str | None:
-    """Read answers until one can be graded: its Feedback, "skip", or None to stop."""
+    """Read answers until one can be graded: its Feedback under the rule of `tries`, "skip", or
+    None to stop."""
     while True:
         try:
             text = input_fn("Your answer: ").strip()
@@ -117,11 +126,8 @@ def _ask(question: Question, input_fn: Callable[[str], str], print_fn: Callable[
             return None
         if text.lower() in ("", "s", "skip"):
             return "skip"
-        if text == "?":
-            say(f"Hint: {question.hint}" if question.hint else "There is no hint for this question.")
-            continue
         try:
-            return question.grade(parse_response(question, text))
+            return tries.submit(parse_response(question, text))
         except ValueError as error:
             say(str(error))
 

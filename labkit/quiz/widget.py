@@ -6,6 +6,10 @@ of the feedback all come from quiz.py, so the notebook and `make quiz M=NN` mark
     from labkit.quiz.widget import show_quiz
     show_quiz("01")          # or show_quiz("01_attention_basics"), a path, or a Quiz
 
+Each question follows the rule of model.Tries: a first wrong answer is told so and gets the hint;
+the answer and the explanation come after a right answer or a second wrong one; the score counts
+first tries.
+
 `show_quiz` shows the quiz once: the widget, in one output that also holds the questions as text
 and HTML (without answers), which a notebook stored with its outputs and read without a kernel (on
 a code host, say) shows instead, since it cannot draw widgets. That text is deterministic, so strict
@@ -15,6 +19,7 @@ nbval can compare it.
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +27,8 @@ from pathlib import Path
 import ipywidgets as widgets
 from IPython.display import display
 
-from labkit.quiz import Feedback, Question, Quiz, letter, load_quiz, parse_response, quiz_text
-from labkit.syllabus import find_course_root, get_module, quiz_path
+from labkit.quiz import Feedback, Question, Quiz, Score, Tries, letter, load_quiz, parse_response, quiz_text
+from labkit.syllabus import ROOT_ENV, CourseError, _holds_a_module, find_course_root, get_module, quiz_path
 
 _RIGHT, _WRONG = "#1a7f37", "#b35900"  # green and orange: readable on light and dark themes
 _MATH = re.compile(r"(\$\$.+?\$\$|\$.+?\$)", re.S)
@@ -59,12 +64,13 @@ def _problem_html(text: str) -> str:
 
 
 class _QuestionView:
-    """One question's widgets, and what its Check button does: grade, show the feedback, and
-    report the result (`on_result(correct)`), which replaces any earlier result."""
+    """One question's widgets, and what its Check button does: grade under the rule of model.Tries,
+    show the feedback, and report the first try (`on_first_try(correct)`), once."""
 
     def __init__(self, question: Question, number: int, total: int,
-                 on_result: Callable[[bool], None]):
-        self.question, self.on_result = question, on_result
+                 on_first_try: Callable[[bool], None]):
+        self.question, self.on_first_try = question, on_first_try
+        self.tries = Tries(question)
         parts: list[widgets.Widget] = [
             widgets.HTML(f"<b>Question {number} of {total}</b>"),
             widgets.HTMLMath(markup(question.question)),
@@ -72,14 +78,8 @@ class _QuestionView:
         parts += self._answer_widgets()
         self.check_button = widgets.Button(description="Check", button_style="primary")
         self.check_button.on_click(self.check)
-        buttons = [self.check_button]
-        self.hint = widgets.HTMLMath("")
-        if question.hint:
-            self.hint_button = widgets.Button(description="Hint")
-            self.hint_button.on_click(self.toggle_hint)
-            buttons.append(self.hint_button)
         self.feedback = widgets.HTMLMath("")
-        parts += [widgets.HBox(buttons), self.hint, self.feedback]
+        parts += [widgets.HBox([self.check_button]), self.feedback]
         self.box = widgets.VBox(parts, layout=widgets.Layout(margin="0 0 1.5em 0"))
 
     def _answer_widgets(self) -> list[widgets.Widget]:
@@ -127,27 +127,26 @@ class _QuestionView:
         except ValueError as error:  # nothing to grade: say why, count nothing
             self.feedback.value = _problem_html(str(error))
             return
-        feedback = self.question.grade(response)
+        first = self.tries.first_right is None
+        feedback = self.tries.submit(response)
         self.feedback.value = _feedback_html(feedback)
-        self.on_result(feedback.correct)
-
-    def toggle_hint(self, _button=None) -> None:
-        self.hint.value = "" if self.hint.value else markup(f"Hint: {self.question.hint}")
+        if first:
+            self.on_first_try(feedback.correct)
 
 
 def quiz_widget(quiz: Quiz) -> widgets.VBox:
     """The quiz as one VBox: a title, a box per question (prompt, answer input, Check button,
-    feedback) and a running score at the bottom. Checking a question again replaces its result."""
+    feedback) and a running score at the bottom, which counts first tries (model.Tries)."""
     total = len(quiz.questions)
-    results: dict[int, bool] = {}
+    first_tries: dict[int, bool] = {}
     score = widgets.Label()
 
     def show_score() -> None:
-        score.value = f"Score: {len(results)} of {total} answered, {sum(results.values())} right"
+        score.value = str(Score(sum(first_tries.values()), len(first_tries), total))
 
     def recorder(number: int) -> Callable[[bool], None]:
         def record(correct: bool) -> None:
-            results[number] = correct
+            first_tries[number] = correct
             show_score()
         return record
 
@@ -162,7 +161,8 @@ def quiz_widget(quiz: Quiz) -> widgets.VBox:
 def resolve_quiz(source: Quiz | str | Path | int) -> Quiz:
     """A Quiz from a Quiz, a module number (1, "1", "01"), a module name ("01_attention_basics")
     or a path to a quiz file. Numbers and names are looked up in the course that holds the
-    current folder (notebooks run in notebooks/)."""
+    current folder (notebooks run in notebooks/ or workspace/), else in the course that holds the
+    installed labkit (a learner's copy opened from another folder)."""
     if isinstance(source, Quiz):
         return source
     if isinstance(source, int) and not isinstance(source, bool):
@@ -170,7 +170,7 @@ def resolve_quiz(source: Quiz | str | Path | int) -> Quiz:
     if isinstance(source, str):
         match = re.fullmatch(r"(\d{1,2})(?:_\w+)?", source.strip())
         if match:
-            module = get_module(match.group(1), find_course_root(), "quiz")
+            module = get_module(match.group(1), _course_root(), "quiz")
             path = quiz_path(module)
             if "_" in source and path.stem != source.strip():
                 raise ValueError(f"There is no quiz named '{source.strip()}'; module "
@@ -180,6 +180,23 @@ def resolve_quiz(source: Quiz | str | Path | int) -> Quiz:
         return load_quiz(source)
     raise TypeError(f"show_quiz takes a Quiz, a module number such as \"01\", a module name such "
                     f"as \"01_attention_basics\" or a path to a quiz file; got {source!r}.")
+
+
+def _course_root() -> Path:
+    """The course around the current folder, else the one that holds this labkit (an editable
+    install, as `make setup` makes); CourseError naming the fixes when neither is a course."""
+    try:
+        return find_course_root()
+    except CourseError:
+        if os.environ.get(ROOT_ENV):
+            raise  # the learner named a course, and it is not one: say so, guess nothing
+        package_course = Path(__file__).resolve().parents[2]
+        if _holds_a_module(package_course):
+            return package_course
+        raise CourseError(f"No Attention Lab course in {Path.cwd()} or any folder above it, nor around the "
+                          f"installed labkit ({package_course}). Open the notebook from inside the course "
+                          f"folder (make lab), set {ROOT_ENV}=/path/to/the/course, or pass the quiz file's "
+                          f"path: show_quiz(\"/path/to/the/course/quizzes/NN_slug.json\").") from None
 
 
 def show_quiz(source: Quiz | str | Path | int) -> None:

@@ -40,20 +40,20 @@ def test_explain_follows_a_right_answer_only(capsys):
     check("rows", 2.0, 1.0, explain="Each row is a distribution.")
     assert capsys.readouterr().out.splitlines() == [
         "✓ rows: right. Each row is a distribution.",
-        "✗ rows: not yet — it is 2.0, expected 1.0 (difference 1.0)",
+        "✗ rows: not yet — it is 2.0: not right",
     ]
 
 
 def test_a_wrong_answer_prints_why_and_returns_a_false_result(capsys):
     result = check("scale", 0.41, 0.29)
-    assert capsys.readouterr().out == "✗ scale: not yet — it is 0.41, expected 0.29 (difference 0.12)\n"
+    assert capsys.readouterr().out == "✗ scale: not yet — it is 0.41: not right\n"
     assert not result and result.passed is False
 
 
 def test_pretty_repr_is_the_message():
     from IPython.lib.pretty import pretty
 
-    assert pretty(check("x", 1, 2)) == "✗ x: not yet — it is 1, expected 2"
+    assert pretty(check("x", 1, 2)) == "✗ x: not yet — it is 1: not right"
 
 
 # ---------------------------------------------------------------------------------- tensors
@@ -64,7 +64,7 @@ def test_tensor_values_report_the_largest_difference():
     expected = got.clone()
     expected[1, 3], expected[2, 3] = 0.29, 0.34
     assert why(check("w", got, expected)) == (
-        "largest difference 0.12 at [1, 3] (got 0.41, expected 0.29); 2 of 12 values outside the tolerance")
+        "2 of 12 values are outside the tolerance; the largest difference, 0.12, is at [1, 3]")
 
 
 def test_tensor_shape_mismatch_with_hints():
@@ -101,6 +101,7 @@ def test_expected_nan_or_inf_must_be_there_too():
     assert check("scores", masked.clone(), masked)
     assert why(check("scores", torch.tensor([[0.5, 0.0], [0.1, 0.2]]), masked)) == (
         "expected -inf at 1 position, e.g. [0, 1], where it has 0.0")
+    assert why(check("score", 0.0, -math.inf)) == "it is 0.0: not right"
     nan = torch.tensor([float("nan"), 1.0])
     assert check("nan where expected", nan.clone(), nan)
 
@@ -114,21 +115,21 @@ def test_tensor_against_other_types():
     assert why(check("w", None, torch.ones(2))) == (
         "it is None, expected a torch.Tensor of shape [2] (did the function forget to return its result?)")
     assert why(check("n", torch.tensor(0.5), 0.5)) == (
-        "it is a 0-d torch.Tensor (0.5), expected a float (0.5) "
+        "it is a 0-d torch.Tensor (0.5), expected a float "
         "(.item() turns a one-element tensor into a Python number)")
 
 
 def test_bool_and_integer_tensors_compare_exactly():
     assert why(check("mask", torch.tensor([[True, False], [True, True]]), torch.ones(2, 2, dtype=torch.bool))) == (
-        "it differs at 1 of 4 positions, e.g. [0, 1] (got False, expected True)")
+        "it differs at 1 of 4 positions, the first at [0, 1]")
     assert why(check("ids", torch.tensor([1, 2, 4]), torch.tensor([1, 2, 3]))) == (
-        "it differs at 1 of 3 positions, e.g. [2] (got 4, expected 3)")
+        "it differs at 1 of 3 positions, the first at [2]; the largest difference is 1")
     assert check("ids", torch.tensor([1, 2, 3]), torch.tensor([1, 2, 3]))
 
 
 def test_zero_dimensional_tensors():
     assert check("sum", torch.tensor(1.0), torch.tensor(1.0))
-    assert why(check("sum", torch.tensor(1.5), torch.tensor(1.0))) == "it is 1.5, expected 1.0 (difference 0.5)"
+    assert why(check("sum", torch.tensor(1.5), torch.tensor(1.0))) == "it is 1.5: not right"
 
 
 def test_grad_device_and_precision_do_not_matter():
@@ -163,7 +164,7 @@ def test_largest_difference_is_taken_among_the_values_outside_the_tolerance():
     # 1000.5 vs 1000 is within rtol=1e-3 (tolerance 1.0); 0.2 vs 0.1 is not
     got, expected = torch.tensor([1000.5, 0.2], dtype=torch.float64), torch.tensor([1000.0, 0.1], dtype=torch.float64)
     assert why(check("w", got, expected, atol=0, rtol=1e-3)) == (
-        "largest difference 0.1 at [1] (got 0.2, expected 0.1); 1 of 2 values outside the tolerance")
+        "1 of 2 values are outside the tolerance; the largest difference, 0.1, is at [1]")
 
 
 # ---------------------------------------------------------------------------- numpy arrays
@@ -178,9 +179,9 @@ def test_numpy_arrays():
         "it is a torch.Tensor of shape [4], expected a numpy array of shape [4] "
         "(.numpy() turns a tensor into an array)")
     assert why(check("a", np.array([0.0, 0.5]), np.array([0.0, 0.25]))) == (
-        "largest difference 0.25 at [1] (got 0.5, expected 0.25); 1 of 2 values outside the tolerance")
+        "1 of 2 values are outside the tolerance; the largest difference, 0.25, is at [1]")
     assert why(check("s", np.array(["a", "b"]), np.array(["a", "c"]))) == (
-        "it differs at 1 of 2 positions, e.g. [1] (got 'b', expected 'c')")
+        "it differs at 1 of 2 positions, the first at [1]")
 
 
 def test_numpy_scalars_count_as_python_numbers():
@@ -195,32 +196,32 @@ def test_numpy_scalars_count_as_python_numbers():
 def test_python_floats_use_the_tolerances():
     assert check("x", 0.1 + 0.2, 0.3)
     assert check("x", 3, 3.0)  # an int where a float is expected is a number all the same
-    assert why(check("x", 0.3001, 0.3)) == "it is 0.3001, expected 0.3 (difference 0.0001)"
+    assert why(check("x", 0.3001, 0.3)) == "it is 0.3001: not right"
     assert check("nan", math.nan, math.nan)
-    assert why(check("inf", 1e308, math.inf)) == "it is 1e+308, expected inf"
-    assert why(check("x", "0.3", 0.3)) == "it is a str ('0.3'), expected a float (0.3)"
+    assert why(check("inf", 1e308, math.inf)) == "it is 1e+308: not right"
+    assert why(check("x", "0.3", 0.3)) == "it is a str ('0.3'), expected a float"
 
 
 def test_ints_bools_and_strings_compare_exactly():
-    assert why(check("n", 7, 8)) == "it is 7, expected 8"
+    assert why(check("n", 7, 8)) == "it is 7: not right"
     assert why(check("n", 1024.0, 1024)) == (
-        "it is a float (1024.0), expected an int (1024) (use // or int() for a whole number)")
-    assert why(check("n", True, 1)) == "it is a bool (True), expected an int (1)"
-    assert why(check("b", 1, True)) == "it is an int (1), expected a bool (True)"
-    assert why(check("b", False, True)) == "it is False, expected True"
-    assert why(check("s", "cat", "dog")) == "it is 'cat', expected 'dog'"
+        "it is a float (1024.0), expected an int (use // or int() for a whole number)")
+    assert why(check("n", True, 1)) == "it is a bool (True), expected an int"
+    assert why(check("b", 1, True)) == "it is an int (1), expected a bool"
+    assert why(check("b", False, True)) == "it is False: not right"
+    assert why(check("s", "cat", "dog")) == "it is 'cat': not right"
     assert check("s", "dog", "dog") and check("none", None, None)
-    assert why(check("none", 0, None)) == "it is an int (0), expected None"
+    assert why(check("none", 0, None)) == "it is an int (0), not right"
 
 
 def test_lists_and_tuples_item_by_item():
     assert check("pair", (torch.ones(2), 3), [torch.ones(2), 3])  # a list or a tuple: same items
     assert why(check("pair", [1, 2, 3], [1, 2])) == "it has 3 items, expected 2"
-    assert why(check("pair", [1, 2, 3], [1, 2, 4])) == "item [2]: it is 3, expected 4"
-    assert why(check("nested", [1, [2, 3.0]], [1, [2, 3.5]])) == "item [1][1]: it is 3.0, expected 3.5 (difference 0.5)"
+    assert why(check("pair", [1, 2, 3], [1, 2, 4])) == "item [2]: it is 3: not right"
+    assert why(check("nested", [1, [2, 3.0]], [1, [2, 3.5]])) == "item [1][1]: it is 3.0: not right"
     assert why(check("out", (torch.ones(3), torch.ones(2, 2)), (torch.ones(3), torch.ones(2, 3)))) == (
         "item [1]: it has shape [2, 2], expected [2, 3]")
-    assert why(check("shape", torch.Size([2, 3]), (3, 2))) == "item [0]: it is 2, expected 3"
+    assert why(check("shape", torch.Size([2, 3]), (3, 2))) == "item [0]: it is 2: not right"
     assert why(check("pair", torch.ones(2), (1.0, 1.0))) == (
         "it is a torch.Tensor of shape [2], expected a tuple of 2 items")
 
@@ -229,12 +230,12 @@ def test_dicts_key_by_key():
     assert check("d", {"a": 1, "b": torch.ones(2)}, {"b": torch.ones(2), "a": 1})
     assert why(check("d", {"a": 1}, {"a": 1, "b": 2})) == "it lacks the keys ['b']"
     assert why(check("d", {"a": 1, "c": 2}, {"a": 1})) == "it has extra keys ['c']"
-    assert why(check("d", {"a": 1}, {"a": 2})) == "item ['a']: it is 1, expected 2"
+    assert why(check("d", {"a": 1}, {"a": 2})) == "item ['a']: it is 1: not right"
 
 
 def test_other_objects_compare_with_equality():
     assert check("dtype", torch.float32, torch.float32)
-    assert why(check("dtype", torch.float16, torch.float32)) == "it is torch.float16, expected torch.float32"
+    assert why(check("dtype", torch.float16, torch.float32)) == "it is torch.float16: not right"
 
 
 # -------------------------------------------------------------------------------- functions
@@ -255,12 +256,13 @@ def test_the_first_failing_case_is_named_with_its_inputs():
 
     cases = [(torch.ones(3), 2.0), (torch.ones(2, 5), 3.0), (torch.ones(2, 5), 4.0)]
     assert why(check("scale", learner, reference_scale, cases=cases)) == (
-        "for case 2 of 3, inputs (shape [2, 5], 3.0): largest difference 2.0 at [0, 0] (got 1.0, expected 3.0); "
-        "10 of 10 values outside the tolerance")
+        "for case 2 of 3, inputs (shape [2, 5], 3.0): 10 of 10 values are outside the tolerance; the largest "
+        "difference, 2.0, is at [0, 0]")
     assert why(check("scale", lambda x: x, reference_scale, cases=[torch.ones(2, 5)])) .startswith(
-        "for case 1 of 1, input shape [2, 5]: largest difference 1.0 at [0, 0]")
-    assert why(check("count", lambda n: n + 1, [2, 4], cases=[1, 2])) == "for case 2 of 2, input 2: it is 3, expected 4"
-    assert why(check("nothing", lambda: 1, [2], cases=[()])) == "for case 1 of 1, no inputs: it is 1, expected 2"
+        "for case 1 of 1, input shape [2, 5]: 10 of 10 values are outside the tolerance; the largest difference, "
+        "1.0, is at [0, 0]")
+    assert why(check("count", lambda n: n + 1, [2, 4], cases=[1, 2])) == "for case 2 of 2, input 2: it is 3: not right"
+    assert why(check("nothing", lambda: 1, [2], cases=[()])) == "for case 1 of 1, no inputs: it is 1: not right"
 
 
 def test_expected_outputs_may_be_listed():
@@ -359,10 +361,10 @@ def test_a_failing_reference_is_the_authors_bug():
 
 def test_strict_mode_raises_after_printing(monkeypatch, capsys):
     monkeypatch.setenv(STRICT_ENV, "1")
-    with pytest.raises(ExerciseCheckFailed, match="^✗ n: not yet — it is 1, expected 2$") as error:
+    with pytest.raises(ExerciseCheckFailed, match="^✗ n: not yet — it is 1: not right$") as error:
         check("n", 1, 2)
     assert isinstance(error.value, AssertionError)
-    assert capsys.readouterr().out == "✗ n: not yet — it is 1, expected 2\n"
+    assert capsys.readouterr().out == "✗ n: not yet — it is 1: not right\n"
     assert check("n", 2, 2)  # passing checks are quiet about strictness
     with pytest.raises(ExerciseCheckFailed, match="not filled in yet"):
         check("todo", lambda: (_ for _ in ()).throw(NotImplementedError), [1], cases=[()])
@@ -427,3 +429,60 @@ def test_in_a_notebook_the_verdict_shows_once(tmp_path, monkeypatch):
         [("stream", "✓ sum: right. Arithmetic.\n")],
         [("stream", "✗ todo: not yet — the exercise is not filled in yet (it raises NotImplementedError)\n")],
     ]
+
+
+# ------------------------------------------------------------------ nothing given away (§3)
+
+
+def test_a_hint_is_said_on_failure_only_and_not_for_an_exercise_not_filled_in(capsys):
+    check("n", 8, 8, hint="Count the keys each query may see.")
+    check("n", 7, 8, hint="Count the keys each query may see.")
+    check("todo", lambda: (_ for _ in ()).throw(NotImplementedError), [1], cases=[()], hint="Count again.")
+    assert capsys.readouterr().out.splitlines() == [
+        "✓ n: right.",
+        "✗ n: not yet — it is 7: not right. Hint: Count the keys each query may see.",
+        "✗ todo: not yet — the exercise is not filled in yet (it raises NotImplementedError)",
+    ]
+    with pytest.raises(TypeError, match=r"check\(hint=...\) must be a sentence"):
+        check("n", 1, 1, hint=3)
+
+
+# Value answers of every kind, each checked against a wrong answer: the expected value must not
+# appear in what the check says, nor a difference or a ratio from which it follows.
+VALUE_ANSWERS = [
+    (7, 8), (0, 1), (1024.0, 2048.0), (0.41, 0.29), (True, False), ("cat", "dog"), (-3, 12345),
+    ([1, 2, 3], [1, 2, 4]), ([0.5, [2, 3.0]], [0.5, [2, 3.5]]), ({"heads": 4}, {"heads": 16}),
+    (torch.tensor(1.5), torch.tensor(0.875)), (torch.tensor(3), torch.tensor(96)), (torch.float16, torch.bfloat16),
+    (np.float32(0.25), 0.625), ((2, 3), (2, 77)),
+]
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value.item() if isinstance(value, torch.Tensor) else value]
+
+
+@pytest.mark.parametrize("got, expected", VALUE_ANSWERS, ids=lambda v: repr(v)[:20])
+def test_a_wrong_value_answer_never_shows_the_expected_value(got, expected):
+    said = why(check("answer", got, expected))
+    assert "not right" in said
+    shown = {repr(leaf) for leaf in _leaves(got)} | {str(leaf) for leaf in _leaves(got)}
+    for leaf in _leaves(expected):
+        for text in {repr(leaf), str(leaf), f"{leaf:,}" if isinstance(leaf, int) else str(leaf)} - shown:
+            assert text not in said, f"the check gives away {text!r}: {said!r}"
+    assert "expected" not in said and "difference" not in said and "factor" not in said
+
+
+def test_a_wrong_tensor_says_where_and_how_much_but_not_the_expected_entries():
+    expected = torch.tensor([[0.125, 0.875], [0.3125, 0.6875]])
+    got = expected.clone()
+    got[1, 0] = 0.5
+    said = why(check("weights", got, expected))
+    assert said == "1 of 4 values are outside the tolerance; the largest difference, 0.1875, is at [1, 0]"
+    assert "0.3125" not in said and "0.5" not in said
+    mask = torch.tensor([[True, False], [True, True]])
+    said = why(check("mask", ~mask, mask))
+    assert said == "it differs at 4 of 4 positions, the first at [0, 0]" and "True" not in said

@@ -185,11 +185,12 @@ def _write_quiz(course: Path, data) -> Path:
 
 def test_quiz_runs_in_the_terminal(course, capsys, monkeypatch):
     _write_quiz(course, QUIZ)
-    monkeypatch.setattr(sys, "stdin", io.StringIO("b\nA,C\n20\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("b\nA,C\n20\n22\n"))
     assert main(["quiz", "1"]) == 0
     out = capsys.readouterr().out
-    assert "Question 3 of 3" in out and "Not quite: you answered 20. The answer is 21." in out
-    assert out.rstrip().endswith("Score: 2 of 3: 2 right, 1 wrong, 0 skipped.")
+    assert "Question 3 of 3" in out and "Not quite: you answered 20." not in out  # the first try: a hint
+    assert "Not quite: you answered 22. The answer is 21." in out
+    assert out.rstrip().endswith("Score: 2 of 3 right on the first try, 3 answered, 0 skipped.")
 
 
 class _Interrupted(io.StringIO):
@@ -198,8 +199,8 @@ class _Interrupted(io.StringIO):
 
 
 @pytest.mark.parametrize("stdin,score", [
-    (lambda: io.StringIO("b\n"), "Score: 1 of 3: 1 right, 0 wrong, 0 skipped, 2 not reached."),
-    (_Interrupted, "Score: 0 of 3: 0 right, 0 wrong, 0 skipped, 3 not reached."),
+    (lambda: io.StringIO("b\n"), "Score: 1 of 3 right on the first try, 1 answered, 0 skipped, 2 not reached."),
+    (_Interrupted, "Score: 0 of 3 right on the first try, 0 answered, 0 skipped, 3 not reached."),
 ], ids=["end-of-input", "ctrl-c"])
 def test_quiz_stops_cleanly_with_the_score_so_far(course, capsys, monkeypatch, stdin, score):
     _write_quiz(course, QUIZ)
@@ -292,7 +293,7 @@ def test_make_help_is_the_default_and_every_listed_target_exists():
     assert default.returncode == 0 and default.stdout == helped.stdout
     targets = re.findall(r"^  ([a-z][a-z-]*) ", helped.stdout, flags=re.M)
     expected = {"help", "setup", "lab", "test", "list", "exp", "experiments", "quiz", "grade", "notebooks",
-                "portability", "student", "slides", "bench", "clean", "distclean"}
+                "portability", "answers", "workspace", "slides", "bench", "clean", "distclean"}
     assert expected <= set(targets)
     for target in targets:  # -n: print the commands without running them
         result = _make(REPO, "-n", target, "M=01")
@@ -300,14 +301,14 @@ def test_make_help_is_the_default_and_every_listed_target_exists():
 
 
 @needs_make
-def test_make_clean_keeps_the_student_copies(course):
+def test_make_clean_keeps_the_workspace(course):
     root = _fake_course_with_makefile(course)
-    for folder in ("outputs/student", "outputs/01_attention_basics", "outputs/slides"):
+    for folder in ("workspace", "outputs/01_attention_basics", "outputs/slides"):
         (root / folder).mkdir(parents=True)
         (root / folder / "file").write_text("x")
     assert _make(root, "clean").returncode == 0
-    assert sorted(p.name for p in (root / "outputs").iterdir()) == ["student"]
-    assert (root / "outputs" / "student" / "file").read_text() == "x"
+    assert not (root / "outputs").exists()
+    assert (root / "workspace" / "file").read_text() == "x"
 
 
 def test_ci_runs_the_readme_command():

@@ -96,39 +96,36 @@ def test_out_refuses_a_folder_it_cannot_write(tmp_path):
         locked.chmod(0o700)
 
 
-def _student(root: Path, capsys) -> tuple[int, str]:
+def _workspace(root: Path, capsys) -> tuple[int, str]:
     (root / "notebooks").mkdir(exist_ok=True)
     (root / "notebooks" / "01_attention_basics.ipynb").write_text(
         (REPO / "notebooks" / "01_attention_basics.ipynb").read_text())
-    status = cli.main(["student"])  # run from the course root, as make does
+    status = cli.main(["workspace"])  # run from the course root, as make does
     return status, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("blocker", ["outputs", "outputs/student"])
-def test_make_student_when_its_folder_is_a_file_is_a_usage_error(tmp_path, monkeypatch, capsys, blocker):
+def test_make_workspace_when_its_folder_is_a_file_is_a_usage_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / blocker).parent.mkdir(exist_ok=True)
-    (tmp_path / blocker).write_text("not a folder")
-    status, err = _student(tmp_path, capsys)
+    (tmp_path / "workspace").write_text("not a folder")
+    status, err = _workspace(tmp_path, capsys)
     assert status == 2
-    assert "cannot write the student copies into outputs/student/" in err and "is a file" in err
-    assert (tmp_path / blocker).read_text() == "not a folder"
+    assert "cannot make your copies in workspace/" in err and "is a file" in err
+    assert (tmp_path / "workspace").read_text() == "not a folder"
 
 
-def test_make_student_when_a_copy_is_a_folder_is_a_usage_error(tmp_path, monkeypatch, capsys):
+def test_make_workspace_when_a_copy_is_a_folder_is_a_usage_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "outputs" / "student" / "01_attention_basics.ipynb").mkdir(parents=True)
-    status, err = _student(tmp_path, capsys)
+    (tmp_path / "workspace" / "01_attention_basics.ipynb").mkdir(parents=True)
+    status, err = _workspace(tmp_path, capsys)
     assert status == 2 and "01_attention_basics.ipynb is a folder, not a notebook" in err
 
 
-def test_make_student_exits_2_through_the_command_line(tmp_path):
+def test_make_workspace_exits_2_through_the_command_line(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "01_attention_basics.ipynb").write_text(
         (REPO / "notebooks" / "01_attention_basics.ipynb").read_text())
-    (tmp_path / "outputs").mkdir()
-    (tmp_path / "outputs" / "student").write_text("")
-    done = subprocess.run([sys.executable, "-m", "labkit.course", "student"], cwd=tmp_path, capture_output=True,
+    (tmp_path / "workspace").write_text("")
+    done = subprocess.run([sys.executable, "-m", "labkit.course", "workspace"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and "Traceback" not in done.stderr and "is a file" in done.stderr
 

@@ -1,5 +1,7 @@
-"""`make lab` opens JupyterLab on notebooks/: start the very command it runs, on a free port and
-without a browser, and load the page it serves (loopback only, a few seconds)."""
+"""`make lab` opens JupyterLab on the learner's workspace/ (`make answers` on the answer book,
+notebooks/), with the course as the server's root so that relative links open: start the very
+command it runs, on a free port and without a browser, and load the page it serves (loopback only,
+a few seconds)."""
 
 import re
 import shlex
@@ -25,10 +27,18 @@ def fetch_when_listening(url: str, seconds: float) -> str:
             time.sleep(0.5)
 
 
-def test_make_lab_serves_jupyterlab_on_the_notebooks():
-    command = subprocess.run(["make", "-s", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
+def test_make_answers_opens_the_answer_book():
+    command = subprocess.run(["make", "-s", "-n", "answers"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.strip().splitlines()[-1]
-    assert "jupyter lab notebooks/" in command
+    assert "jupyter lab --ServerApp.root_dir=. " in command and "--LabApp.default_url=/lab/tree/notebooks" in command
+
+
+def test_make_lab_serves_jupyterlab_on_the_workspace():
+    lines = subprocess.run(["make", "-s", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.strip().splitlines()
+    assert any(line.endswith("-m labkit.course workspace") for line in lines)  # the copies come first
+    command = lines[-1]
+    assert "jupyter lab --ServerApp.root_dir=. " in command and "--LabApp.default_url=/lab/tree/workspace" in command
     server = subprocess.Popen(shlex.split(command) + ["--no-browser", "--ServerApp.port=0"], cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -38,10 +48,11 @@ def test_make_lab_serves_jupyterlab_on_the_notebooks():
             if not line and server.poll() is not None:
                 break
             serving = serving or re.search(r"Serving notebooks from local directory: (\S+)", line)
-            found = re.search(r"(http://127\.0\.0\.1:\d+/lab\?token=\w+)", line)
+            found = re.search(r"(http://127\.0\.0\.1:\d+/lab[/\w]*\?token=\w+)", line)
             url = found.group(1) if found else None
-        assert serving and Path(serving.group(1)) == ROOT / "notebooks"
+        assert serving and Path(serving.group(1)) == ROOT
         assert url, "JupyterLab printed no address"
+        assert "/lab/tree/workspace?" in url, "the file browser opens on the workspace"
         assert "JupyterLab" in fetch_when_listening(url, seconds=30)
     finally:
         server.terminate()

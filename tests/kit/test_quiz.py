@@ -541,13 +541,14 @@ HEADER = [
     "================",
     "Five minutes on scores and softmax.",
     "Answer with a letter (B), letters (A,C) or a number, then press Enter.",
-    "Type ? for a hint; s or an empty line skips; q quits.",
+    "A wrong answer gets a hint and a second try; then you see the answer.",
+    "Your score counts first tries. s or an empty line skips; q quits.",
 ]
 
 
-def test_the_runner_grades_re_prompts_hints_and_skips():
-    score, lines, script = run("x", "?", "b", "A", "", width=96)
-    assert score == Score(right=1, answered=2, total=3, skipped=1)
+def test_the_runner_hints_after_a_first_wrong_try_and_answers_after_a_second():
+    score, lines, script = run("x", "a", "b", "A", "c", "", width=96)
+    assert score == Score(right=0, answered=2, total=3, skipped=1)
     assert lines == HEADER + [
         "",
         "Question 1 of 3",
@@ -556,6 +557,7 @@ def test_the_runner_grades_re_prompts_hints_and_skips():
         "  B. To keep the softmax from saturating",
         "  C. To make them positive",
         "There is no choice X: type one letter, A to C.",
+        "Not quite: that is not right yet. Try once more; a second wrong answer shows the right one.",
         "Hint: Think about the variance of a dot product.",
         "Right! The answer is B: To keep the softmax from saturating",
         "Dot products of random vectors grow like √dₖ.",
@@ -566,7 +568,8 @@ def test_the_runner_grades_re_prompts_hints_and_skips():
         "  B. It can hold negative numbers",
         "  C. Every weight is >= 0",
         "(choose all that apply, e.g. A,C)",
-        "Not quite: you missed C. The answers are A and C.",
+        "Not quite: that is not right yet. Try once more; a second wrong answer shows the right one.",
+        "Not quite: you missed A. The answers are A and C.",
         "Softmax gives positive numbers that sum to 1.",
         "",
         "Question 3 of 3",
@@ -574,27 +577,38 @@ def test_the_runner_grades_re_prompts_hints_and_skips():
         "(a number; unit: parameters)",
         "Skipped.",
         "",
-        "Score: 1 of 3: 1 right, 1 wrong, 1 skipped.",
+        "Score: 0 of 3 right on the first try, 2 answered, 1 skipped.",
     ]
-    assert script.prompts == ["Your answer: "] * 5
+    assert script.prompts == ["Your answer: "] * 6
+
+
+def test_a_first_wrong_try_shows_neither_the_answer_nor_the_explanation():
+    _, lines, _ = run("a", "q")
+    shown = "\n".join(lines[len(HEADER):])
+    assert "To keep the softmax" not in shown.split("Question 1 of 3")[1].split("C. To make")[1]
+    assert "The answer" not in shown and "Dot products" not in shown
 
 
 def test_all_right_scores_without_notes():
     score, lines, _ = run("B", "a,c", "786_432 parameters")
     assert score == Score(3, 3, 3) and score.not_reached == 0
-    assert lines[-1] == "Score: 3 of 3: 3 right, 0 wrong, 0 skipped."
+    assert lines[-1] == "Score: 3 of 3 right on the first try, 3 answered, 0 skipped."
 
 
-def test_a_wrong_numeric_answer_is_graded_not_re_asked():
-    score, lines, _ = run("s", "s", "25_829_888")
+def test_a_right_second_try_does_not_count_and_a_skip_after_a_wrong_try_is_answered():
+    score, lines, _ = run("s", "a", "", "1", "786432")
+    assert score == Score(0, 2, 3, 1)
+    assert "Not quite: you answered 1." not in lines  # a first wrong try: no verdict with the answer
+    assert "Right! The answer is 786,432 parameters." in lines
+    assert lines[-1] == "Score: 0 of 3 right on the first try, 2 answered, 1 skipped."
+
+
+def test_a_wrong_numeric_answer_twice_shows_the_answer():
+    score, lines, _ = run("s", "s", "25_829_888", "1")
     assert score == Score(0, 1, 3, 2)
-    assert "Not quite: you answered 25,829,888. The answer is 786,432 parameters." in lines
-    assert lines[-1] == "Score: 0 of 3: 0 right, 1 wrong, 2 skipped."
-
-
-def test_no_hint_says_so():
-    _, lines, _ = run("s", "?", "q")
-    assert "There is no hint for this question." in lines
+    assert "Not quite: you answered 25,829,888. The answer is 786,432 parameters." not in lines
+    assert "Not quite: you answered 1. The answer is 786,432 parameters." in lines
+    assert lines[-1] == "Score: 0 of 3 right on the first try, 1 answered, 2 skipped."
 
 
 @pytest.mark.parametrize("stop", ["q", "quit", "Q"])
@@ -602,7 +616,7 @@ def test_q_quits_with_the_score_so_far(stop):
     score, lines, script = run("b", stop, "never read")
     assert score == Score(1, 1, 3)
     assert lines[-3:] == ["Stopped at question 2 of 3.", "",
-                          "Score: 1 of 3: 1 right, 0 wrong, 0 skipped, 2 not reached."]
+                          "Score: 1 of 3 right on the first try, 1 answered, 0 skipped, 2 not reached."]
     assert script.answers == ["never read"]
 
 
@@ -611,7 +625,7 @@ def test_end_of_input_and_ctrl_c_quit_cleanly(end):
     score, lines, _ = run("b", "s", end=end)
     assert score == Score(1, 1, 3, 1) and score.not_reached == 1
     assert lines[-4:] == ["", "Stopped at question 3 of 3.", "",
-                          "Score: 1 of 3: 1 right, 0 wrong, 1 skipped, 1 not reached."]
+                          "Score: 1 of 3 right on the first try, 1 answered, 1 skipped, 1 not reached."]
 
 
 def test_text_is_wrapped_to_the_width(monkeypatch):
@@ -668,19 +682,42 @@ def test_plain_text_writes_formulas_in_unicode_and_code_without_backticks(tex, s
 @pytest.mark.parametrize("path", sorted((REPO / "quizzes").glob("[0-9][0-9]_*.json")), ids=lambda p: p.stem)
 def test_the_terminal_quiz_prints_no_latex_and_no_backtick(path):
     """Every question, choice, hint and explanation of every quiz, as the terminal shows them: each
-    question is answered wrong first (numeric) or right, after asking for its hint."""
+    question is answered wrong twice (its hint, then its answer and explanation)."""
     quiz = load_quiz(path)
     answers = []
     for question in quiz.questions:
-        answers.append("?")
         if question.type == "numeric":
-            answers.append(str(question.answer + 10 * (question.tolerance or 0) + 1e6))
+            answers += [str(question.answer + 10 * (question.tolerance or 0) + 1e6)] * 2
         else:
-            chosen = question.answer if question.type == "single" else question.answer[0]
-            answers.append(chr(ord("A") + chosen))
+            right = [question.answer] if question.type == "single" else list(question.answer)
+            others = [i for i in range(len(question.choices)) if i not in right]
+            wrong = right[:1] if question.type == "multiple" and len(right) > 1 else others[:1]
+            answers += [",".join(chr(ord("A") + i) for i in wrong)] * 2
     lines = []
     score = run_terminal_quiz(quiz, input_fn=Script(*answers), print_fn=lambda *a: lines.append(" ".join(map(str, a))))
-    assert score.answered == len(quiz.questions)
+    assert score.answered == len(quiz.questions) and score.right == 0
     printed = "\n".join(lines)
     assert "$" not in printed and "`" not in printed
     assert not re.search(r"\\[A-Za-z]+", printed), "a TeX command was left as it is"
+
+
+def test_tries_hint_first_answer_second_and_only_the_first_try_counts():
+    from labkit.quiz import Tries
+    from labkit.quiz.model import SEEN
+
+    single = parse_quiz(sample()).questions[0]
+    tries = Tries(single)
+    first = tries.submit(0)
+    assert (first.correct, first.revealed) == (False, False) and tries.first_right is False
+    assert "Hint: Think about the variance" in first.message
+    assert single.answer_text() not in first.message and single.explanation not in first.message
+    second = tries.submit(0)
+    assert second.revealed and single.answer_text() in second.message and single.explanation in second.message
+    again = tries.submit(1)  # the answer it was just shown: right, but it changes nothing
+    assert again.correct and SEEN in again.message and tries.first_right is False and tries.count == 2
+    right_away = Tries(single)
+    assert right_away.submit(1).revealed and right_away.first_right is True
+    assert right_away.submit(0).message.startswith(f"Not quite: you chose A. {single.answer_text()} {SEEN}")
+    assert right_away.first_right is True
+    with pytest.raises(ValueError):
+        Tries(single).submit(7)  # a response of the wrong kind counts nothing

@@ -55,33 +55,46 @@ def quiz_box():
     return questions, score
 
 
-def test_single_choice_right_then_wrong_replaces_the_result(quiz_box):
+NOT_YET = "Not quite: that is not right yet."
+
+
+def test_a_first_wrong_try_gets_the_hint_and_a_second_the_answer(quiz_box):
     (q1, *_), score = quiz_box
-    assert score.value == "Score: 0 of 4 answered, 0 right"
+    assert score.value == "Score: 0 of 4 right on the first try, 0 answered"
     (radio,) = find(q1, widgets.RadioButtons)
     assert radio.options == (("A. 0", 0), ("B. 1", 1), ("C. T", 2)) and radio.value is None
+    assert [b.description for b in find(q1, widgets.Button)] == ["Check"]  # the hint comes with a wrong try
     feedback = find(q1, widgets.HTMLMath)[-1]
     button(q1, "Check").click()
     assert "Choose an answer first." in feedback.value
-    assert score.value == "Score: 0 of 4 answered, 0 right"
+    assert score.value == "Score: 0 of 4 right on the first try, 0 answered"
+    radio.value = 0
+    button(q1, "Check").click()
+    assert NOT_YET in feedback.value and "Hint: Think of probabilities." in feedback.value
+    assert "The answer is" not in feedback.value and "Softmax makes a distribution." not in feedback.value
+    assert score.value == "Score: 0 of 4 right on the first try, 1 answered"
+    radio.value = 2
+    button(q1, "Check").click()
+    assert "Not quite: you chose C. The answer is B: 1" in feedback.value
+    assert "Softmax makes a distribution." in feedback.value
+    radio.value = 1  # the answer just shown: right, and it changes nothing
+    button(q1, "Check").click()
+    assert "Right! The answer is B: 1" in feedback.value and "does not change your score" in feedback.value
+    assert score.value == "Score: 0 of 4 right on the first try, 1 answered"
+
+
+def test_a_right_first_try_counts_and_later_tries_change_nothing(quiz_box):
+    (q1, *_), score = quiz_box
+    (radio,) = find(q1, widgets.RadioButtons)
+    feedback = find(q1, widgets.HTMLMath)[-1]
     radio.value = 1
     button(q1, "Check").click()
     assert "Right! The answer is B: 1" in feedback.value and "Softmax makes a distribution." in feedback.value
-    assert score.value == "Score: 1 of 4 answered, 1 right"
+    assert score.value == "Score: 1 of 4 right on the first try, 1 answered"
     radio.value = 0
     button(q1, "Check").click()
-    assert "Not quite: you chose A. The answer is B: 1" in feedback.value
-    assert score.value == "Score: 1 of 4 answered, 0 right"  # replaced, not counted twice
-
-
-def test_the_hint_button_shows_and_hides_the_hint(quiz_box):
-    (q1, q2, *_), _ = quiz_box
-    hint = find(q1, widgets.HTMLMath)[-2]
-    button(q1, "Hint").click()
-    assert hint.value == "Hint: Think of probabilities."
-    button(q1, "Hint").click()
-    assert hint.value == ""
-    assert not [b for b in find(q2, widgets.Button) if b.description == "Hint"]
+    assert "Not quite: you chose A." in feedback.value
+    assert score.value == "Score: 1 of 4 right on the first try, 1 answered"
 
 
 def test_multiple_choice_needs_all_and_only_the_right_boxes(quiz_box):
@@ -94,14 +107,14 @@ def test_multiple_choice_needs_all_and_only_the_right_boxes(quiz_box):
     assert "Tick every answer that applies first." in feedback.value
     boxes[0].value = True
     button(q2, "Check").click()
-    assert "Not quite: you missed C. The answers are A and C." in feedback.value
+    assert NOT_YET in feedback.value and "missed" not in feedback.value and "C" not in feedback.value
     boxes[1].value = boxes[2].value = True
     button(q2, "Check").click()
-    assert "Not quite: B is not right." in feedback.value
+    assert "Not quite: B is not right. The answers are A and C." in feedback.value
     boxes[1].value = False
     button(q2, "Check").click()
     assert "Right! The answers are A and C." in feedback.value and "Softmax, then the mask." in feedback.value
-    assert score.value == "Score: 1 of 4 answered, 1 right"
+    assert score.value == "Score: 0 of 4 right on the first try, 1 answered"
 
 
 def test_numeric_reads_typed_numbers_and_explains_a_bad_one(quiz_box):
@@ -109,19 +122,19 @@ def test_numeric_reads_typed_numbers_and_explains_a_bad_one(quiz_box):
     (text,) = find(q3, widgets.Text)
     assert [label.value for label in find(q3, widgets.Label)] == ["weights"]
     feedback = find(q3, widgets.HTMLMath)[-1]
-    text.value = "786.432"
-    button(q3, "Check").click()
-    assert "Not quite: you answered 786.432. The answer is 786,432 weights." in feedback.value
-    assert score.value == "Score: 1 of 4 answered, 0 right"
     text.value = "0,5"
     button(q3, "Check").click()
     assert ("Type a number, such as 42, -3, 0.125, 1e-5 or 25,829,888 (a point for decimals; commas "
             "only between groups of three digits); got '0,5'.") in feedback.value
-    assert score.value == "Score: 1 of 4 answered, 0 right"  # an unreadable answer counts for nothing
+    assert score.value == "Score: 0 of 4 right on the first try, 0 answered"  # unreadable: counts nothing
+    text.value = "786.432"
+    button(q3, "Check").click()
+    assert NOT_YET in feedback.value and "786,432" not in feedback.value
+    assert score.value == "Score: 0 of 4 right on the first try, 1 answered"
     text.value = "786,432 weights"
     button(q3, "Check").click()
     assert "Right! The answer is 786,432 weights." in feedback.value
-    assert score.value == "Score: 1 of 4 answered, 1 right"
+    assert score.value == "Score: 0 of 4 right on the first try, 1 answered"
 
 
 def test_choices_with_math_are_typeset_and_picked_by_letter(quiz_box):
@@ -194,4 +207,26 @@ def test_show_quiz_explains_a_wrong_source(course, shown):
         qw.show_quiz("01_basics")
     with pytest.raises(TypeError, match=r"show_quiz takes a Quiz, a module number"):
         qw.show_quiz(1.5)
+    assert shown == []
+
+
+def test_outside_any_course_the_quiz_comes_from_the_course_that_holds_labkit(tmp_path, monkeypatch, shown):
+    """A learner's copy opened from another folder: its quiz cell still finds the quiz."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ATTENTION_LAB_COURSE", raising=False)
+    qw.show_quiz("05")
+    ((bundle, _),) = shown
+    assert bundle["text/plain"].startswith("Quiz: ") and "make quiz M=05" in bundle["text/plain"]
+
+
+def test_with_no_course_anywhere_the_error_names_the_fixes(tmp_path, monkeypatch, shown):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ATTENTION_LAB_COURSE", raising=False)
+    monkeypatch.setattr(qw, "__file__", str(tmp_path / "site-packages" / "labkit" / "quiz" / "widget.py"))
+    with pytest.raises(CourseError, match=r"No Attention Lab course in .*, nor around the installed "
+                                          r"labkit .*\(make lab\).*ATTENTION_LAB_COURSE=.*show_quiz\(\"/path"):
+        qw.show_quiz("05")
+    monkeypatch.setenv("ATTENTION_LAB_COURSE", str(tmp_path))  # named, and wrong: no guessing
+    with pytest.raises(CourseError, match=r"is not an Attention Lab course"):
+        qw.show_quiz("05")
     assert shown == []
