@@ -115,6 +115,23 @@ def cache_bytes_from_config(config: dict, tokens: int, batch: int) -> int:
     return cache.nbytes()
 
 
+def keys_of_pooled_model(model, tokens, groups: int) -> torch.Tensor:
+    """Layer 0's cached keys [B, groups, S, D] of `model` turned into GQA with `groups` key/value
+    heads: each group's k_proj and v_proj rows averaged (by a loop over the groups here), the model
+    rebuilt from its state dict and run on `tokens`."""
+    config = model.config
+    rep, d = config.num_key_value_heads // groups, config.head_dim
+    state = {}
+    for name, weight in model.state_dict().items():
+        if name.endswith(("k_proj.weight", "v_proj.weight")):
+            weight = torch.cat([weight[g * rep * d:(g + 1) * rep * d].view(rep, d, -1).mean(0) for g in range(groups)])
+        state[name] = weight
+    pooled = mm.MiniMindForCausalLM(config.replace(num_key_value_heads=groups))
+    pooled.load_state_dict(state)
+    with torch.no_grad():
+        return pooled.eval()(tokens, use_cache=True).past_key_values.layer(0)[0]
+
+
 def latent_values(weights: torch.Tensor, c_kv: torch.Tensor, w_uv: torch.Tensor) -> torch.Tensor:
     """The decompressed route: every head's values W_UV c_j built, then the weighted average."""
     values = torch.einsum("hvc,bsc->bhsv", w_uv, c_kv)  # [B, H, S, d_v]
@@ -229,6 +246,21 @@ def longest_context(config, dtype, budget_bytes, batch=1):
 
 
 @torch.no_grad()
+def new_entries_bytes(function, storage_k, storage_v, length, k, v) -> int:
+    """What writing the new tokens must cost, and no more: their keys' and values' bytes."""
+    return k.nbytes + v.nbytes
+
+
+def prefix_length(model, prefix, suffixes, new_tokens) -> int:
+    """How many positions the prefix's cache holds after continuing from it: the prefix's own."""
+    return prefix.shape[1]
+
+
+def longest_suffix(model, prefix, suffixes, new_tokens) -> int:
+    """The most tokens one forward needs once the prefix is cached: the longest suffix."""
+    return max(suffix.shape[1] for suffix in suffixes)
+
+
 def continue_after_prefix(model, prefix, suffixes, new_tokens):
     """Each suffix's greedy continuation after the shared prefix, with no cache at all."""
     out = []
@@ -267,6 +299,11 @@ def tiny_head_roles(model) -> dict:
     scores = tiny_heads.measure_head_scores(model)
     return {"previous": scores.previous_token_head, "induction": scores.induction_heads(0.5),
             "sink": scores.sink_head}
+
+
+def tiny_head_role(model, role: str):
+    """One role's heads from tiny_head_roles: "previous", "induction" or "sink"."""
+    return tiny_head_roles(model)[role]
 
 
 def induction_score_by_tokens(weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
