@@ -80,32 +80,35 @@ def changed_state(before: dict, after: dict) -> list[str]:
 
 # -- the grader's own functions -------------------------------------------------------------------
 
-def _namespaces() -> dict[str, tuple[dict, bool]]:
-    """Every namespace whose names the grading relies on, with whether a name added to it counts
-    too: the grader, minimind_ref and the kit's numerics (their modules, and the classes they
-    define, where an added method overrides behaviour), torch's functions and Tensor's methods."""
-    found = {name: (vars(space), False) for name, space in (
+def _namespaces() -> dict[str, tuple[object, bool]]:
+    """Every namespace whose names the grading relies on (a module or a class), with whether a name
+    added to it counts too: the grader, minimind_ref and the kit's numerics (their modules, and the
+    classes they define, where an added method overrides behaviour), torch's functions and Tensor's
+    methods."""
+    found = {name: (space, False) for name, space in (
         ("torch", torch), ("torch.nn.functional", torch.nn.functional), ("torch.Tensor", torch.Tensor),
         ("torch.nn.Module", nn.Module), ("torch.nn.Linear", nn.Linear), ("torch.autograd", torch.autograd))}
     for name, module in list(sys.modules.items()):
         if module is None or not (name.startswith(("labkit.grader", "minimind_ref"))
                                   or name in ("labkit.numerics", "labkit.models")):
             continue
-        found[name] = (vars(module), False)
+        found[name] = (module, False)
         for attribute, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:
-                found[f"{name}.{attribute}"] = (vars(value), True)
+                found[f"{name}.{attribute}"] = (value, True)
     return found
 
 
-_SNAPSHOT: dict[str, dict[str, object]] = {}
+# space name -> (the module or class, whether additions count, a copy of its names then)
+_SNAPSHOT: dict[str, tuple[object, bool, dict]] = {}
 
 
 def take_snapshot() -> None:
-    """Record the identity of every name in the namespaces above (called when the grader is imported)."""
+    """Record every name in the namespaces above (called when the grader is imported, and after the
+    grader's own runs, which may import more of torch)."""
     _SNAPSHOT.clear()
-    for space, (names, _) in _namespaces().items():
-        _SNAPSHOT[space] = dict(names)
+    for space, (holder, additions_count) in _namespaces().items():
+        _SNAPSHOT[space] = (holder, additions_count, dict(vars(holder)))
 
 
 def _same(now, original) -> bool:
@@ -120,22 +123,27 @@ _BOOKKEEPING = {"__slotnames__", "__annotations__", "__dict__", "__weakref__", "
                 "__loader__", "__spec__", "__file__", "__doc__"}
 
 
+def _unchanged(names, then: dict) -> bool:
+    """The fast path, one comparison in C per namespace (identical objects compare equal at once)."""
+    try:
+        return bool(names == then)
+    except Exception:  # a value whose == is not a bool (a tensor): look name by name
+        return False
+
+
 def replaced() -> list[str]:
-    """Names whose object is no longer the one the grader was imported with, that are gone, or that
-    were added to a class of the grader or of minimind_ref."""
-    spaces = _namespaces()
+    """Names whose object is no longer the one recorded, that are gone, or that were added to a
+    class of the grader or of minimind_ref."""
     found = []
-    for space, ids in _SNAPSHOT.items():
-        if space not in spaces:
+    for space, (holder, additions_count, then) in _SNAPSHOT.items():
+        names = vars(holder)
+        if _unchanged(names, then):
             continue
-        names, additions_count = spaces[space]
-        for name, original in ids.items():
-            if name in _BOOKKEEPING:
-                continue
-            if name not in names or not _same(names[name], original):
+        for name, original in then.items():
+            if name not in _BOOKKEEPING and (name not in names or not _same(names[name], original)):
                 found.append(f"{space}.{name}")
         if additions_count:
-            found += [f"{space}.{name}" for name in names if name not in ids and not name.startswith("__")]
+            found += [f"{space}.{name}" for name in names if name not in then and not name.startswith("__")]
     return found
 
 
