@@ -7,12 +7,17 @@ known mistake it matches.
     ladder.py     LADDER: the stages, their inputs, and running a class through one
     compare.py    the first difference from the reference; whether two runs behave the same
     grade.py      grade(cls) and its report; GraderUsageError
+    guard.py      every call into the learner's code: exits, hangs, torch's global state, a patched grader
+    isolate.py    a learner's file run in a process of its own, the reference and comparisons in this one
     __main__.py   python -m labkit.grader FILE: the same grader on a learner's file (make grade)
 """
 
 from .grade import GradeReport, GraderUsageError, diagnose, format_report, grade
+from .guard import take_snapshot
 from .ladder import LADDER, STAGE, Stage, stage_number
 from .mistakes import BY_KEY, CATALOGUE, Mistake
 
 __all__ = ["BY_KEY", "CATALOGUE", "GradeReport", "GraderUsageError", "LADDER", "Mistake", "STAGE", "Stage",
            "diagnose", "format_report", "grade", "stage_number"]
+
+take_snapshot()  # the identity of every function the grading relies on, before any learner's code runs

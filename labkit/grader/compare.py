@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..numerics import distance, outside_tolerance
-from .ladder import GENERATED, TOLERANCE, Call, Episode, Outcome, Raised, Records
+from .ladder import GENERATED, TOLERANCE, Call, Episode, Outcome, Raised, Records, call_label
 
 
 @dataclass
@@ -135,6 +135,10 @@ def compare_outcome(actual: Outcome, expected: Outcome, call: Call | None, dtype
         shape = tuple(actual.out.shape) if isinstance(actual.out, torch.Tensor) else type(actual.out).__name__
         return Difference(**base, quantity="output", where={},
                           error=f"the output has shape {shape}, expected {tuple(expected.out.shape)}")
+    if actual.out.dtype != expected.out.dtype:
+        return Difference(**base, quantity="output", where={},
+                          error=f"the output is {actual.out.dtype}, expected {expected.out.dtype}, the dtype of x: "
+                                f"the next block adds it to x, so give it x's dtype (.type_as(x), .to(x.dtype))")
     largest = {}
     layouts = [("attention weights", "weights", actual.weights, expected.weights),
                ("heads before o_proj", "merged", actual.merged, expected.merged),
@@ -170,7 +174,7 @@ def first_difference(actual: Records, expected: Records, episodes: list[Episode]
     for key, want in expected.items():
         e, layer, label = key
         name = episodes[e].label
-        call = next((c for c in episodes[e].calls if c.label == label), None)
+        call = next((c for c in episodes[e].calls if c.label == call_label(label)), None)
         dtype = episodes[e].dtype
         got = actual.get(key)
         if got is None:  # the learner stopped earlier in this episode: its error is reported there

@@ -14,6 +14,7 @@ written yet (NotImplementedError) gets a "not yet" that says so.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from dataclasses import dataclass, field
 
@@ -22,11 +23,16 @@ from torch import nn
 import minimind_ref as mm
 
 from .compare import Difference, first_difference, same_behaviour
+from .guard import DEFAULT_TIME_LIMIT, Guard, Misuse, replaced, take_snapshot
 from .ladder import (
     LADDER,
+    PASSES,
+    Records,
     Stage,
     Unfinished,
+    construct,
     model_episodes,
+    pass_of,
     run_model,
     run_stage,
     stage_inputs,
@@ -35,10 +41,12 @@ from .ladder import (
 from .mistakes import CATALOGUE, Mistake
 
 FORWARD_ARGUMENTS = ("x", "position_embeddings", "attn_mask", "past_key_values", "output_attentions")
+INCONCLUSIVE_AT = 3  # this many catalogue entries matching equally name none of them
 
 
 class GraderUsageError(ValueError):
-    """The class cannot be graded as it is (wrong signature, wrong parameter names): the message says why."""
+    """The class cannot be graded as it is (wrong signature, wrong parameter names, a constructor
+    that fails, code that exits, hangs or changes torch or the grader): the message says why."""
 
 
 @dataclass
@@ -49,10 +57,15 @@ class GradeReport:
     difference: Difference | None = None
     matches: list[Mistake] = field(default_factory=list)
     unfinished: bool = False
+    finding: str | None = None  # "dropout in eval" or "without weights": which part of the second pass failed
 
     @property
     def passed(self) -> bool:
         return self.stage is None and not self.unfinished
+
+    @property
+    def inconclusive(self) -> bool:
+        return len(self.matches) >= INCONCLUSIVE_AT
 
     def __str__(self) -> str:
         return format_report(self)
@@ -68,6 +81,15 @@ def check_learner(cls) -> None:
     except TypeError as error:
         raise GraderUsageError(f"{name}(config, layer_idx) must build the layer, as minimind_ref.Attention(config, "
                                f"layer_idx) does; calling it that way fails: {error}.") from None
+    if cls.forward is nn.Module.forward:
+        own = sorted({n for k in cls.__mro__ if k not in nn.Module.__mro__ for n, v in vars(k).items()
+                      if callable(v) and not n.startswith("__")})
+        guess = difflib.get_close_matches("forward", own, n=1, cutoff=0.6)
+        raise GraderUsageError(
+            f"your class {name} has no forward method; " + (f"did you mean {guess[0]} -> forward?" if guess else
+                                                             "define forward(self, x, position_embeddings, "
+                                                             "attn_mask=None, past_key_values=None, "
+                                                             "output_attentions=False)."))
     try:
         inspect.signature(cls.forward).bind(None, *FORWARD_ARGUMENTS)
     except TypeError:
@@ -77,14 +99,11 @@ def check_learner(cls) -> None:
             f"forward{inspect.signature(cls.forward)}.") from None
 
 
-def _check_parameters(cls, name: str) -> None:
+def check_parameters(cls, name: str, guard: Guard | None = None) -> None:
     """The state dict must load strictly: same names, same shapes, nothing missing or extra."""
     config = LADDER[0].make_config()
     reference = mm.Attention(config, 0)
-    try:
-        layer = cls(config, 0)
-    except NotImplementedError as error:
-        raise Unfinished(str(error)) from None
+    layer = construct(cls, config, 0, guard)
     ours, theirs = set(reference.state_dict()), set(layer.state_dict())
     if ours != theirs:
         missing, extra = sorted(ours - theirs), sorted(theirs - ours)
@@ -97,46 +116,114 @@ def _check_parameters(cls, name: str) -> None:
             f"{' (a buffer of your own is saved too unless registered with persistent=False)' if extra else ''}.")
 
 
+class LocalLearner:
+    """A class in this process (the notebook's `grade(MyAttention)`): every call into it is guarded."""
+
+    def __init__(self, cls: type, time_limit: float | None = DEFAULT_TIME_LIMIT):
+        self.cls, self.guard = cls, Guard(time_limit)
+
+    def check(self, name: str) -> None:
+        check_parameters(self.cls, name, self.guard)
+
+    def run(self, stage: Stage, seed: int, passes: tuple[str, ...]) -> Records:
+        if stage.episodes is None:
+            return run_model(self.cls, seed, guard=self.guard)
+        return run_stage(self.cls, stage, seed, passes, self.guard)
+
+
+# The reference's and the planted mistakes' records depend only on the stage, the seed and the
+# passes: computed once per process (the planted ones when a diagnosis needs them).
+_TRUSTED: dict = {}
+
+
+def trusted_records(cls: type, stage: Stage, seed: int, passes: tuple[str, ...]) -> Records:
+    key = (cls, id(stage), seed, passes if stage.episodes is not None else ())
+    if key not in _TRUSTED:
+        if stage.episodes is None:
+            _TRUSTED[key] = run_model(None if cls is mm.Attention else cls, seed)
+        else:
+            _TRUSTED[key] = run_stage(cls, stage, seed, passes)
+        take_snapshot()  # what the grader's own runs changed is legitimate (transformers wraps torch.manual_seed)
+    return _TRUSTED[key]
+
+
 def grade(cls, name: str | None = None, seed: int = 0, quiet: bool = False,
-          stages: tuple[Stage, ...] = LADDER) -> GradeReport:
-    """Run the ladder with `cls`; print the report unless `quiet`; return it."""
+          stages: tuple[Stage, ...] = LADDER, time_limit: float | None = DEFAULT_TIME_LIMIT) -> GradeReport:
+    """Run the ladder with `cls`; print a line per stage as it runs and the report, unless `quiet`;
+    return the report. GraderUsageError when the class cannot be graded."""
     name = name or getattr(cls, "__name__", "your attention")
+    gone = replaced()
+    if gone:
+        raise GraderUsageError(f"the grader's own functions were replaced before grading: {', '.join(gone[:4])}. "
+                               f"The grader grades your layer, not a patched grader: restart the kernel.")
     check_learner(cls)
+    return climb(LocalLearner(cls, time_limit), name, seed, quiet, stages)
+
+
+def climb(learner, name: str, seed: int = 0, quiet: bool = False, stages: tuple[Stage, ...] = LADDER) -> GradeReport:
+    """The ladder, with `learner` (LocalLearner, or isolate.IsolatedLearner for a file) running the
+    learner's code and this process running the reference and every comparison."""
+    def say(text: str, end: str = "\n") -> None:
+        if not quiet:
+            print(text, end=end, flush=True)
+
     report = GradeReport(name)
+    line_open = False  # a stage's line is printed, waiting for its verdict
     try:
-        _check_parameters(cls, name)
+        learner.check(name)
         for stage in stages:
-            actual, expected, episodes, head_dim = _run(cls, stage, seed)
-            difference = first_difference(actual, expected, episodes, head_dim)
-            if difference is not None:
-                report.stage, report.difference = stage, difference
-                report.matches = diagnose(actual, stage, seed)
-                break
-            report.passed_stages.append(stage)
+            say(f"  stage {stage_number(stage):2} of {len(LADDER)}: {stage.title} ...", end="")
+            line_open = True
+            actual = learner.run(stage, seed, PASSES)
+            episodes, head_dim = _episodes(stage, seed)
+            difference = first_difference(actual, trusted_records(mm.Attention, stage, seed, PASSES), episodes,
+                                          head_dim)
+            line_open = False
+            if difference is None:
+                say(" ✓")
+                report.passed_stages.append(stage)
+                continue
+            say(" ✗")
+            report.stage, report.difference = stage, difference
+            failed = pass_of(difference.call) if stage.episodes is not None else "weights"
+            if failed == "plain":  # which of the two: the path without weights, or dropout in eval?
+                failed = "plain_no_dropout"
+                actual = learner.run(stage, seed, (failed,))
+                again = first_difference(actual, trusted_records(mm.Attention, stage, seed, (failed,)), episodes,
+                                         head_dim)
+                report.finding = "dropout in eval" if again is None else "without weights"
+                report.difference = again or difference
+            if report.finding != "dropout in eval":
+                report.matches = diagnose(actual, stage, seed, failed)
+            break
     except Unfinished:
+        if line_open:
+            say(" not written yet")
         report.unfinished = True
+    except Misuse as error:
+        if line_open:
+            say(" stopped")
+        raise GraderUsageError(error.message) from None
     if not quiet:
-        print(format_report(report))
+        print(format_report(report, progress_shown=True))
     return report
 
 
-def _run(cls, stage: Stage, seed: int):
-    """(learner's records, reference's records, episodes, head_dim) of one stage."""
+def _episodes(stage: Stage, seed: int):
     if stage.episodes is None:
-        return run_model(cls, seed), run_model(None, seed), model_episodes(seed), None
+        return model_episodes(seed), None
     config, episodes = stage_inputs(stage, seed)
-    return run_stage(cls, stage, seed), run_stage(mm.Attention, stage, seed), episodes, config.head_dim
+    return episodes, config.head_dim
 
 
-def diagnose(actual, stage: Stage, seed: int = 0) -> list[Mistake]:
-    """The catalogue entries whose planted class gives what the learner's gave on this stage."""
-    episodes = model_episodes(seed) if stage.episodes is None else stage_inputs(stage, seed)[1]
-    found = []
-    for mistake in CATALOGUE:
-        planted = run_model(mistake.plant, seed) if stage.episodes is None else run_stage(mistake.plant, stage, seed)
-        if same_behaviour(actual, planted, episodes):
-            found.append(mistake)
-    return found
+def diagnose(actual: Records, stage: Stage, seed: int = 0, pass_name: str = "weights") -> list[Mistake]:
+    """The catalogue entries whose planted class gives what the learner's gave on this stage, in
+    the pass that failed."""
+    episodes, _ = _episodes(stage, seed)
+    if stage.episodes is not None:
+        actual = {key: value for key, value in actual.items() if pass_of(key[2]) == pass_name}
+    return [mistake for mistake in CATALOGUE
+            if same_behaviour(actual, trusted_records(mistake.plant, stage, seed, (pass_name,)), episodes)]
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -162,7 +249,9 @@ def _where(difference: Difference) -> str:
     return ", ".join(parts)
 
 
-def format_report(report: GradeReport) -> str:
+def format_report(report: GradeReport, progress_shown: bool = False) -> str:
+    """The report in words; `progress_shown`: the stage lines were printed as they ran, so the list
+    of passed stages is left out."""
     total = len(LADDER)
     if report.unfinished:
         return (f"✗ {report.name}: not yet — the exercise is not filled in yet (it raises NotImplementedError); "
@@ -170,14 +259,24 @@ def format_report(report: GradeReport) -> str:
     if report.passed:
         return (f"✓ {report.name}: right. It passes all {len(report.passed_stages)} stages of the ladder, from "
                 f"one head without positions to whole-model logits and greedy generation equal to transformers' twins, "
-                f"and gradients equal to the reference's.")
+                f"and gradients equal to the reference's, with and without the weights asked for.")
     stage, difference = report.stage, report.difference
     number = stage_number(stage)
     lines = [f"✗ {report.name}: not yet — stage {number} of {total}, {stage.title}, fails."]
-    if report.passed_stages:
+    if report.passed_stages and not progress_shown:
         passed = ", ".join(f"{stage_number(s)} {s.title}" for s in report.passed_stages)
         lines.append(f"  passed: {passed}")
     lines.append(f"  stage {number} adds {stage.adds} (module {stage.module[:2]}).")
+    if report.finding == "dropout in eval":
+        lines.append(f"  in: {difference.episode}; {difference.call}")
+        lines.append("  diagnosis: dropout acts in eval mode. Built with config.dropout = 0.5 and put in eval mode, "
+                     "your layer's output changes, and with dropout 0 it is right: dropout belongs to training only "
+                     "(torch.dropout(x, p, self.training), F.dropout(x, p, training=self.training), or nn.Dropout, "
+                     "which .eval() turns off).")
+        return "\n".join(lines)
+    if report.finding == "without weights":
+        lines.append("  your layer is right when asked for its weights and wrong without them "
+                     "(output_attentions=False, the path the model takes to generate and to train).")
     lines.append(f"  in: {difference.episode}; {difference.call}")
     if difference.error is not None:
         where = _where(difference)
@@ -190,7 +289,9 @@ def format_report(report: GradeReport) -> str:
                                 for k, v in difference.largest.items())
             atol, rtol = difference.tolerance
             lines.append(f"  largest error: {largest} (tolerance {atol:.0e} + {rtol:.0e} x |expected|)")
-    if report.matches:
+    if report.inconclusive:
+        lines += _inconclusive(report)
+    elif report.matches:
         for mistake in report.matches:
             lines.append(f"  diagnosis: {mistake.title}. {mistake.diagnosis}")
             lines.append(f"    taught in {mistake.teaches}.")
@@ -199,3 +300,25 @@ def format_report(report: GradeReport) -> str:
                      f"that stage {number} adds, with module {stage.module[:2]}.")
     return "\n".join(lines)
 
+
+def _inconclusive(report: GradeReport) -> list[str]:
+    """What can be said when several known mistakes give the learner's results equally."""
+    number = stage_number(report.stage)
+    later = [m for m in report.matches if stage_number(_stage_of(m)) > number]
+    modules = sorted({m.module[:2] for m in report.matches})
+    lines = [f"  diagnosis: inconclusive — {len(report.matches)} of the {len(CATALOGUE)} known mistakes give the "
+             f"same results as yours on stage {number}, so none of them can be named."]
+    what = "the error above" if report.difference.error else f"the {report.difference.quantity}"
+    if len(later) == len(report.matches):
+        lines.append(f"  what can be said: every one of them acts only at a later stage, so on stage {number} they "
+                     f"give the reference's numbers; yours agree with them within the tolerance, and the difference "
+                     f"is in what the catalogue does not compare ({what}).")
+    else:
+        lines.append(f"  what can be said: the first difference is in the {report.difference.quantity}; the steps "
+                     f"these mistakes break are taught in module{'s' if len(modules) > 1 else ''} "
+                     f"{', '.join(modules)}.")
+    return lines
+
+
+def _stage_of(mistake: Mistake) -> Stage:
+    return next(s for s in LADDER if s.key == mistake.stage)

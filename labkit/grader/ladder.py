@@ -21,6 +21,7 @@ each call gave (`Records`), which `first_difference` compares with the reference
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from torch import nn
 
 import minimind_ref as mm
 from labkit.models import random_minimind
+
+from .guard import Misuse, learner_line
 
 # The small MiniMind every stage starts from; a stage changes only what it tests.
 BASE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -186,13 +189,18 @@ def stage_number(stage: Stage) -> int:
 
 @dataclass
 class Raised:
-    """A call that raised: compared with another by its type and message."""
+    """A call that raised: compared with another by its type and message (text only, so that it
+    crosses from the learner's process to the grader's)."""
 
-    error: BaseException
+    text: str
 
-    @property
-    def text(self) -> str:
-        return f"{type(self.error).__name__}: {self.error}"
+    @classmethod
+    def of(cls, error: BaseException) -> Raised:
+        return cls(str(error) if isinstance(error, Finding) else f"{type(error).__name__}: {error}")
+
+
+class Finding(Exception):
+    """What the learner's forward returned cannot be compared: not a pair, no weights when asked."""
 
 
 @dataclass
@@ -211,17 +219,60 @@ class Unfinished(Exception):
     """The learner's class raises NotImplementedError: the exercise is not written yet."""
 
 
-def build_layer(cls: type, config: mm.MiniMindConfig, reference: nn.Module, layer_idx: int, dtype) -> nn.Module:
-    """The learner's layer for `layer_idx`, with the reference layer's weights loaded strictly."""
+# Each layer stage runs its episodes in two passes. The first asks for the weights, as every heatmap
+# does. The second does not, as the model does when it generates or trains, so that a layer whose
+# path without weights is another one (torch's fused SDPA) is checked too; and it builds the layer
+# with dropout 0.5, still in eval mode, where dropout must do nothing. When that pass fails, a third
+# (no weights, dropout 0) tells which of the two it was. Both run on the first layer only.
+PASSES = ("weights", "plain")
+PASS_LABEL = {"weights": "", "plain": ", without weights (output_attentions=False), dropout 0.5 in eval mode",
+              "plain_no_dropout": ", without weights (output_attentions=False), dropout 0"}
+PASS_DROPOUT = {"weights": 0.0, "plain": 0.5, "plain_no_dropout": 0.0}
+
+
+def call_label(label: str) -> str:
+    """The call's own label, without its pass."""
+    for suffix in PASS_LABEL.values():
+        if suffix and label.endswith(suffix):
+            return label[: -len(suffix)]
+    return label
+
+
+def pass_of(label: str) -> str:
+    return next((name for name, suffix in PASS_LABEL.items() if suffix and label.endswith(suffix)), "weights")
+
+
+def _guarded(guard, where: str):
+    return guard.watch(where) if guard is not None else contextlib.nullcontext()
+
+
+def construct(cls: type, config: mm.MiniMindConfig, layer_idx: int, guard=None) -> nn.Module:
+    """`cls(config, layer_idx)`; NotImplementedError is Unfinished, any other error a Misuse that
+    names the learner's line (a constructor that fails cannot be graded at all)."""
+    name = getattr(cls, "__name__", "your class")
     try:
-        layer = cls(config, layer_idx)
+        with _guarded(guard, "while building the layer"):
+            return cls(config, layer_idx)
     except NotImplementedError as error:
         raise Unfinished(str(error)) from None
-    layer.load_state_dict(reference.state_dict(), strict=True)
-    return layer.to(dtype).eval()
+    except Exception as error:
+        if guard is None:
+            raise
+        raise Misuse(f"{name}(config, layer_idx) fails: {type(error).__name__}: {error}{learner_line(error)}. "
+                     f"The grader builds your layer as the model does, with a MiniMindConfig "
+                     f"(qk_norm={config.qk_norm}) and layer_idx={layer_idx}.") from None
 
 
-def _call(layer: nn.Module, call: Call, cache, dtype) -> Outcome:
+def build_layer(cls: type, config: mm.MiniMindConfig, reference: nn.Module, layer_idx: int, dtype,
+                guard=None) -> nn.Module:
+    """The learner's layer for `layer_idx`, with the reference layer's weights loaded strictly."""
+    layer = construct(cls, config, layer_idx, guard)
+    with _guarded(guard, "while loading the reference weights"):
+        layer.load_state_dict(reference.state_dict(), strict=True)
+        return layer.to(dtype).eval()
+
+
+def _call(layer: nn.Module, call: Call, cache, dtype, ask: bool = True, guard=None, where: str = "") -> Outcome:
     merged = []
     projection = getattr(layer, "o_proj", None)
     hook = projection.register_forward_hook(lambda module, args, out: merged.append(args[0].detach())) \
@@ -229,13 +280,20 @@ def _call(layer: nn.Module, call: Call, cache, dtype) -> Outcome:
     backward = call.grad_output is not None
     x = call.x.to(dtype).detach().requires_grad_(backward)
     try:
-        with torch.set_grad_enabled(backward):
-            result = layer(x, (call.cos, call.sin), call.attn_mask, cache if call.cached else None, True)
+        with torch.set_grad_enabled(backward), _guarded(guard, where):
+            result = layer(x, (call.cos, call.sin), call.attn_mask, cache if call.cached else None, ask)
     finally:
         if hook is not None:
             hook.remove()
-    out, weights = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
-    grads = gradients(layer, x, out, call.grad_output.to(dtype)) if backward else None
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise Finding(f"forward must return a pair (output, weights or None); it returned "
+                      f"{type(result).__name__ if not isinstance(result, tuple) else f'a tuple of {len(result)}'}")
+    out, weights = result
+    if ask and weights is None:
+        raise Finding("forward returned None for the weights although output_attentions=True: when asked, "
+                      "return the attention weights [B, H, T, S] (every heatmap of the course reads them)")
+    with _guarded(guard, f"{where}, in the backward pass"):
+        grads = gradients(layer, x, out, call.grad_output.to(dtype)) if backward else None
     weights = weights.detach() if isinstance(weights, torch.Tensor) else None
     return Outcome(out.detach() if isinstance(out, torch.Tensor) else out, weights, merged[0] if merged else None,
                    grads)
@@ -260,32 +318,41 @@ def gradients(layer: nn.Module, x: torch.Tensor, out: torch.Tensor, grad_output:
     return dict(zip(("x", *names), found))
 
 
-def run_stage(cls: type, stage: Stage, seed: int = 0) -> Records:
-    """Run every episode of a layer stage with layers of class `cls`; a call that raises ends its
-    layer's episode. NotImplementedError anywhere raises Unfinished."""
-    config = stage.make_config()
-    model = random_minimind(config, seed=seed)
-    episodes = stage.episodes(config, torch.Generator().manual_seed(seed))
+def run_stage(cls: type, stage: Stage, seed: int = 0, passes: tuple[str, ...] = PASSES, guard=None) -> Records:
+    """Run every episode of a layer stage, in each of `passes`, with layers of class `cls`; a call
+    that raises ends its layer's episode. NotImplementedError anywhere raises Unfinished. `guard`
+    (guard.py) watches each call into the learner's code."""
     records: Records = {}
-    for e, episode in enumerate(episodes):
-        for layer_idx, block in enumerate(model.model.layers):
-            reference = copy.deepcopy(block.self_attn).to(episode.dtype)
-            try:
-                layer = build_layer(cls, config, reference, layer_idx, episode.dtype)
-            except Unfinished:
-                raise
-            except Exception as error:  # a load_state_dict that fails is this stage's finding
-                records[(e, layer_idx, "building the layer")] = Raised(error)
-                continue
-            cache = mm.KVCache(config, batch_size=episode.calls[0].x.shape[0])
-            for call in episode.calls:
+    for pass_name in passes:
+        config = stage.make_config().replace(dropout=PASS_DROPOUT[pass_name])
+        model = random_minimind(stage.make_config(), seed=seed)
+        episodes = stage.episodes(config, torch.Generator().manual_seed(seed))
+        suffix = PASS_LABEL[pass_name]
+        # the second pass runs on layer 0 only: the layers of stages 1 to 9 differ by their weights
+        # alone (each has its cache), and halving it keeps the added cost small
+        layers = model.model.layers if pass_name == "weights" else model.model.layers[:1]
+        for e, episode in enumerate(episodes):
+            for layer_idx, block in enumerate(layers):
+                reference = copy.deepcopy(block.self_attn).to(episode.dtype)
                 try:
-                    records[(e, layer_idx, call.label)] = _call(layer, call, cache, episode.dtype)
-                except NotImplementedError as error:
-                    raise Unfinished(str(error)) from None
-                except Exception as error:
-                    records[(e, layer_idx, call.label)] = Raised(error)
-                    break
+                    layer = build_layer(cls, config, reference, layer_idx, episode.dtype, guard)
+                except Unfinished:
+                    raise
+                except Exception as error:  # a load_state_dict that fails is this stage's finding
+                    records[(e, layer_idx, "building the layer" + suffix)] = Raised.of(error)
+                    continue
+                cache = mm.KVCache(config, batch_size=episode.calls[0].x.shape[0])
+                for call in episode.calls:
+                    label = call.label + suffix
+                    where = f"in forward (stage {stage_number(stage)}, layer {layer_idx}, {episode.label}; {label})"
+                    try:
+                        records[(e, layer_idx, label)] = _call(layer, call, cache, episode.dtype,
+                                                               pass_name == "weights", guard, where)
+                    except NotImplementedError as error:
+                        raise Unfinished(str(error)) from None
+                    except Exception as error:
+                        records[(e, layer_idx, label)] = Raised.of(error)
+                        break
     return records
 
 
@@ -310,15 +377,15 @@ def _prompts(vocab: int, generator: torch.Generator):
     return single, padded, mask
 
 
-def swapped_model(cls: type, model: mm.MiniMindForCausalLM) -> mm.MiniMindForCausalLM:
+def swapped_model(cls: type, model: mm.MiniMindForCausalLM, guard=None) -> mm.MiniMindForCausalLM:
     """A copy of `model` whose every block's attention is the learner's, same weights."""
     learner = copy.deepcopy(model)
     for layer_idx, block in enumerate(learner.model.layers):
-        block.self_attn = build_layer(cls, model.config, block.self_attn, layer_idx, torch.float32)
+        block.self_attn = build_layer(cls, model.config, block.self_attn, layer_idx, torch.float32, guard)
     return learner.eval()
 
 
-def run_model(cls: type | None, seed: int = 0, twins: dict | None = None) -> Records:
+def run_model(cls: type | None, seed: int = 0, twins: dict | None = None, guard=None) -> Records:
     """Stage 10's records for layers of class `cls`, or for transformers' twins when `cls` is None.
     Keys: (layout, -1, check), where check is "logits", "generate one" or "generate batch"."""
     from minimind_ref.oracles import hf_twin
@@ -333,11 +400,11 @@ def run_model(cls: type | None, seed: int = 0, twins: dict | None = None) -> Rec
             runner = hf_twin(model)
         else:
             try:
-                runner = swapped_model(cls, model)
+                runner = swapped_model(cls, model, guard)
             except Unfinished:
                 raise
             except Exception as error:
-                records[(e, -1, "building the model")] = Raised(error)
+                records[(e, -1, "building the model")] = Raised.of(error)
                 continue
         checks = {
             "logits": lambda: runner(padded, attention_mask=mask, position_ids=positions).logits,
@@ -346,12 +413,13 @@ def run_model(cls: type | None, seed: int = 0, twins: dict | None = None) -> Rec
         }
         for name, check in checks.items():
             try:
-                with torch.no_grad():
+                with torch.no_grad(), _guarded(guard, f"in forward (stage {stage_number(STAGE['whole_model'])}, "
+                                                      f"the whole model, {MODEL_LAYOUTS[e]}: {name})"):
                     records[(e, -1, name)] = Outcome(check(), None, None)
             except NotImplementedError as error:
                 raise Unfinished(str(error)) from None
             except Exception as error:
-                records[(e, -1, name)] = Raised(error)
+                records[(e, -1, name)] = Raised.of(error)
                 break
     return records
 

@@ -115,9 +115,10 @@ def stage8_steps():
 # ---------------------------------------------------------------------------- the ladder's order
 
 @fact
-def early_stages_cost_under_a_tenth():
+def early_stages_cost_under_a_fifth():
+    """Each of stages 1 to 9, both passes (with and without weights), costs under a fifth of stage 10."""
     flops, _ = ladder_order()
-    return max(flops[:WHOLE]) < flops[WHOLE] / 10
+    return max(flops[:WHOLE]) < flops[WHOLE] / 5
 
 
 @fact
@@ -136,7 +137,7 @@ def ladder_catches_early_mistakes_for_under_half():
 
 @fact
 def ladder_cost_of_a_stage10_mistake():
-    """A mistake only stage 10 catches costs the whole ladder: 1.31 times stage 10 alone (exp2)."""
+    """A mistake only stage 10 catches costs the whole ladder: 1.46 times stage 10 alone (exp2)."""
     costs = {ladder_cost(m) for m in CATALOGUE if m.stage == "whole_model"}
     assert len(costs) == 1
     return costs.pop()

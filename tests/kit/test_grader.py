@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_reference_passes_every_stage(cls, capsys):
     report = grade(cls)
     assert report.passed and [s.key for s in report.passed_stages] == [s.key for s in LADDER]
-    assert capsys.readouterr().out.startswith(f"✓ {cls.__name__}: right. It passes all {len(LADDER)} stages")
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": ", 1)[1] for line in out[:-1]] == [f"{s.title} ... ✓" for s in LADDER]  # a line per stage
+    assert out[-1].startswith(f"✓ {cls.__name__}: right. It passes all {len(LADDER)} stages")
 
 
 def test_the_ladder_checks_the_forward_cheapest_first_then_the_backward():
@@ -140,7 +142,7 @@ def test_the_command_line_exits_0_when_right_and_1_at_a_failed_stage(tmp_path, c
     path.write_text(HEADER + body)
     assert main([str(path)]) == status
     out = capsys.readouterr().out
-    assert out.startswith("✓ MyAttention: right.") if status == 0 else "repeat_kv in the wrong order" in out
+    assert "\n✓ MyAttention: right." in out if status == 0 else "repeat_kv in the wrong order" in out
 
 
 @pytest.mark.parametrize("content, args, words", [
