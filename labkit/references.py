@@ -30,6 +30,20 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     return mm.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None], is_causal=causal)[0, 0]
 
 
+def importance_average(x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """Row t: sum_j<=t exp(a_j) x_j / sum_j<=t exp(a_j), as two running sums (shifted by max(a))."""
+    e = (a - a.max()).exp()
+    return (e[:, None] * x).cumsum(dim=0) / e.cumsum(dim=0)[:, None]
+
+
+def distance_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slope: float) -> torch.Tensor:
+    """minimind_ref's attention with the distance penalty and the causal mask as one additive float
+    mask (ALiBi's form, arXiv 2108.12409)."""
+    back = torch.arange(q.shape[0])[:, None] - torch.arange(k.shape[0])[None, :]  # i - j
+    bias = torch.where(back >= 0, -slope * back.to(q.dtype), torch.tensor(float("-inf"), dtype=q.dtype))
+    return mm.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None], attn_mask=bias)[0, 0]
+
+
 # 02_qkv
 def qkv_heads(x, q_weight, k_weight, v_weight, num_heads, num_kv_heads):
     """Each weight split into its heads first, then one einsum per projection: [B, heads, T, D]."""

@@ -59,9 +59,15 @@ def test_student_copy_hides_every_solution_and_keeps_every_check(path):
     assert exercises
     for i in exercises:
         solution = original.cells[i].source.split(BEGIN, 1)[1].split(END, 1)[0]
-        solution_lines = {line.strip() for line in solution.splitlines()} - {""}
         exercise_lines = {line.strip() for line in student.cells[i].source.splitlines()}
-        assert PLACEHOLDER in exercise_lines and not solution_lines & exercise_lines
+        if "find-the-bug" in student.cells[i].metadata["tags"]:  # the copy holds the broken lines instead
+            fix, buggy = solution.split("### BUGGY", 1)
+            solution = fix
+            assert {line.strip()[2:] for line in buggy.splitlines() if line.strip()} <= exercise_lines
+        else:
+            assert PLACEHOLDER in exercise_lines
+        solution_lines = {line.strip() for line in solution.splitlines()} - {""}
+        assert not solution_lines & exercise_lines
         assert "check(" in student.cells[i + 1].source and not student.cells[i + 1].outputs
     assert nbformat.validate(student) is None
 
@@ -91,7 +97,8 @@ def test_student_copy_runs_top_to_bottom_and_every_check_says_not_yet(path, tmp_
     for i, cell in enumerate(notebook.cells):
         if "exercise" in cell.metadata.get("tags", []):
             printed = "".join(out.get("text", "") for out in notebook.cells[i + 1].outputs)
-            assert "not yet" in printed and "not filled in yet" in printed, (
+            finished = "find-the-bug" in cell.metadata["tags"]  # broken code that runs: "not yet", not "not filled in"
+            assert "not yet" in printed and (finished or "not filled in yet" in printed), (
                 f"{path.name}, cell {i + 1}: the check should report the unfinished exercise; printed {printed!r}")
 
 
