@@ -60,6 +60,12 @@ def cross_attention(x, memory, q_weight, k_weight, v_weight):
     return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
 
 
+def cosine_lookup(queries, keys, values, sharpness):
+    """torch's SDPA on unit-length queries and keys (F.normalize), with the sharpness as its scale."""
+    q, k = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
+    return F.scaled_dot_product_attention(q[None, None], k[None, None], values[None, None], scale=sharpness)[0, 0]
+
+
 def pick_value(queries, keys, values):
     """Nearly hard attention: scores times 1e4, so the best key takes (almost) all the weight."""
     return F.scaled_dot_product_attention(queries[None, None], keys[None, None], values[None, None],
