@@ -30,6 +30,20 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     return mm.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None], is_causal=causal)[0, 0]
 
 
+def importance_average(x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """Row t: sum_j<=t exp(a_j) x_j / sum_j<=t exp(a_j), as two running sums (shifted by max(a))."""
+    e = (a - a.max()).exp()
+    return (e[:, None] * x).cumsum(dim=0) / e.cumsum(dim=0)[:, None]
+
+
+def distance_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slope: float) -> torch.Tensor:
+    """minimind_ref's attention with the distance penalty and the causal mask as one additive float
+    mask (ALiBi's form, arXiv 2108.12409)."""
+    back = torch.arange(q.shape[0])[:, None] - torch.arange(k.shape[0])[None, :]  # i - j
+    bias = torch.where(back >= 0, -slope * back.to(q.dtype), torch.tensor(float("-inf"), dtype=q.dtype))
+    return mm.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None], attn_mask=bias)[0, 0]
+
+
 # 02_qkv
 def qkv_heads(x, q_weight, k_weight, v_weight, num_heads, num_kv_heads):
     """Each weight split into its heads first, then one einsum per projection: [B, heads, T, D]."""
@@ -44,6 +58,12 @@ def cross_attention(x, memory, q_weight, k_weight, v_weight):
     """torch's SDPA on the projections (minimind_ref's needs values as wide as the keys)."""
     q, k, v = F.linear(x, q_weight), F.linear(memory, k_weight), F.linear(memory, v_weight)
     return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
+
+
+def cosine_lookup(queries, keys, values, sharpness):
+    """torch's SDPA on unit-length queries and keys (F.normalize), with the sharpness as its scale."""
+    q, k = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
+    return F.scaled_dot_product_attention(q[None, None], k[None, None], values[None, None], scale=sharpness)[0, 0]
 
 
 def pick_value(queries, keys, values):

@@ -73,7 +73,7 @@ def minimind2_score_scale_of_sqrt():
     return 1, head, 1 / math.sqrt(head)
 
 
-# ---------------------------------------------------------------------------- the trained heads, section 8
+# ---------------------------------------------------------------------------- the trained heads, section 8's glimpse
 
 def _notebook_code() -> str:
     cells = nbformat.read(NOTEBOOK, as_version=4).cells
@@ -159,20 +159,6 @@ def tiny_induction_heads():
 
 
 @fact
-def tiny_induction_example_query():
-    """"the second `a` looks at the first `1`": the copy's first character..."""
-    span, ids, *_ = _span()
-    return f"`{_tiny()[1].decode(ids[[len(span) + 1]])}`"
-
-
-@fact
-def tiny_induction_example_key():
-    """...and the character after its first occurrence."""
-    _, ids, *_ = _span()
-    return f"`{_tiny()[1].decode(ids[[2]])}`"
-
-
-@fact
 def tiny_sink_head():
     """The head that parks most of every query's weight on <s>."""
     from labkit import tiny_heads as th
@@ -183,15 +169,3 @@ def tiny_sink_head():
     assert weights[layer, head, :, 0].min() > 0.5
     assert first[layer, head] > 3 * th.first_token_scores(even)
     return layer, head
-
-
-@fact
-def tiny_english_line_is_not_copied():
-    """On the English line written twice, the induction layer barely looks back, and the model
-    predicts under half as many characters of the copy right."""
-    from labkit import tiny_heads as th
-
-    english = re.search(r'^for text in \(span, "([^"]+)"\):$', _notebook_code(), re.M).group(1)
-    _, weights, right = _run(english)
-    layer = tiny_induction_heads()[0]
-    return bool(th.induction_scores(weights, len(english))[layer].max() < 0.05) and right < 0.5 * _span()[3]
