@@ -119,3 +119,64 @@ def test_notebook_is_stored_with_outputs_and_ignores_output_only_with_a_reason(p
                 f"{path.name}: outputs are ignored only for timings and versions, not {lines[1]!r}")
             if "timing" in lines[1]:
                 assert "assert " in cell.source, f"{path.name}: a timing cell still checks its claim with an assert"
+
+
+def heading(cell) -> tuple[int, str] | None:
+    """(level, text) of a Markdown cell that starts with a heading, else None."""
+    match = re.match(r"(#{1,6}) (.+)", cell.source) if cell.cell_type == "markdown" else None
+    return (len(match.group(1)), match.group(2).strip()) if match else None
+
+
+def tags_of(cell) -> list[str]:
+    return cell.metadata.get("tags", [])
+
+
+TEACHING_MODULES = [n for n in COURSE_MODULES if "01" <= n <= "09"]
+
+
+@pytest.mark.parametrize("number", TEACHING_MODULES)
+def test_the_learner_predicts_twice_and_finds_a_bug_in_the_core(number):
+    """Issue 24: every teaching module asks, in its main line, for two predictions before a result is
+    shown (each followed by the cell that reveals it) and for one bug to find and fix."""
+    cells = notebook_cells(number)
+    core = [(i, cell) for i, cell in enumerate(cells) if "deep-dive" not in tags_of(cell)]
+    predictions = [i for i, cell in core if "predict" in tags_of(cell)]
+    assert len(predictions) >= 2, f"module {number} has {len(predictions)} core prediction(s); it needs two"
+    for i in predictions:
+        assert "predict(" in cells[i].source, f"cell {i} is tagged predict but asks nothing"
+        result = next(cell for cell in cells[i + 1:] if cell.cell_type == "code")
+        assert ".reveal(" in result.source, f"the code cell after prediction {i} does not reveal it"
+    bugs = [i for i, cell in core if "find-the-bug" in tags_of(cell)]
+    assert bugs, f"module {number} has no core find-the-bug exercise"
+    for i in bugs:
+        assert "solution" in tags_of(cells[i]) and "### BUGGY" in cells[i].source, (
+            f"find-the-bug cell {i} keeps its broken lines after '### BUGGY' in a solution block")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_deep_dives_are_marked_in_their_heading_and_on_every_cell(path):
+    """Issue 29: a section is a deep dive exactly when its heading says so, and then every one of its
+    cells carries the tag, so tools (the clock, the routes) can leave it out."""
+    cells = nbformat.read(path, as_version=4).cells
+    inside: int | None = None  # the level of the deep dive's heading while inside one
+    for i, cell in enumerate(cells):
+        found = heading(cell)
+        if found and (inside is None or found[0] <= inside):
+            inside = found[0] if re.match(r"(\d+\. )?Deep dive: ", found[1]) else None
+        marked = "deep-dive" in tags_of(cell)
+        assert marked == (inside is not None), (
+            f"{path.name}, cell {i}: " + ("inside a 'Deep dive: ' section but not tagged deep-dive" if inside
+                                          else "tagged deep-dive outside a section headed 'Deep dive: ...'"))
+
+
+@pytest.mark.parametrize("number", COURSE_MODULES)
+def test_the_guide_ends_with_what_the_learner_can_now_do(number):
+    """Issue 29: a completion checklist (write, explain, measure), each item pointing to where it is shown."""
+    guide = get_module(number, ROOT).guide.read_text()
+    checklist = guide.split("\n## Checklist: what you can now do", 1)
+    assert len(checklist) == 2, "the guide ends with '## Checklist: what you can now do'"
+    items = [" ".join(item.split()) for item in re.split(r"\n\s*- ", "\n" + checklist[1].split("\n## ", 1)[0])[1:]]
+    items = [item for item in items if not re.fullmatch(r"\*\*\w+\*\*:?", item)]  # "- **Write**" heads a group
+    unpointed = [item for item in items if "](" not in item and ".py" not in item]
+    assert len(items) >= 3 and not unpointed, (
+        f"each checklist item points to the notebook section or script that shows it: {unpointed}")
