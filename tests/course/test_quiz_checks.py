@@ -92,7 +92,7 @@ def test_no_front_end_shows_a_check():
             leaked = [text for text in hidden
                       if len(text.strip()) > 12 and text.strip() in shown and text.strip() not in own]
             assert not leaked, f"{quiz.module} '{question.id}' shows its check: {leaked[:2]}"
-        assert "check" not in repr(quiz.questions[0])
+        assert "check=" not in repr(quiz.questions[0]), "a question's repr leaves its check out"
 
 
 def test_the_readme_examples_checks_agree_too():
