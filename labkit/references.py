@@ -15,16 +15,9 @@ import torch.nn.functional as F
 
 import minimind_ref as mm
 from minimind_ref.rope import interleaved_to_half_permutation, rope_inverse_frequencies, yarn_inverse_frequencies
-from minimind_ref.variants.flash_attention import flash_attention
 
 
 # 01_attention_basics
-def causal_average(x: torch.Tensor) -> torch.Tensor:
-    """Row t is the mean of rows 0..t: a running sum divided by the count."""
-    counts = torch.arange(1, x.shape[0] + 1, dtype=x.dtype).reshape(-1, *([1] * (x.dim() - 1)))
-    return x.cumsum(dim=0) / counts
-
-
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
     """minimind_ref's attention on one unbatched head."""
     return mm.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None], is_causal=causal)[0, 0]
@@ -64,12 +57,6 @@ def cosine_lookup(queries, keys, values, sharpness):
     """torch's SDPA on unit-length queries and keys (F.normalize), with the sharpness as its scale."""
     q, k = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
     return F.scaled_dot_product_attention(q[None, None], k[None, None], values[None, None], scale=sharpness)[0, 0]
-
-
-def pick_value(queries, keys, values):
-    """Nearly hard attention: scores times 1e4, so the best key takes (almost) all the weight."""
-    return F.scaled_dot_product_attention(queries[None, None], keys[None, None], values[None, None],
-                                          scale=1e4)[0, 0]
 
 
 # 03_multi_head
@@ -296,11 +283,6 @@ def masked_row_attention(scores, values, visible, tile):
     once, no tiles; a row with no visible key gives 0, minimind_ref's convention)."""
     out = attend_scores(scores[None, None, None], visible[None, None, None], values[None, None])[0]
     return out[0, 0, 0]
-
-
-def merge(o1, lse1, o2, lse2, q, k, v):
-    """The attention of q over both halves' keys at once: what merging the halves must give."""
-    return flash_attention(q, k, v, return_lse=True)
 
 
 def tile_kind(row_start, row_end, key_start, key_end, T, S):

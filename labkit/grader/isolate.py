@@ -27,9 +27,8 @@ STARTUP_LIMIT = 300.0  # seconds for the worker to start and import torch, on a 
 GRACE = 15.0  # the worker's own alarm speaks first; the parent's clock is the backstop
 
 
-def load_class(path: str, class_name: str | None, guard: Guard | None = None):
-    """The attention class defined in the file at `path`: `class_name`, or the only nn.Module
-    class the file defines. GraderUsageError says what is wrong otherwise."""
+def learner_file(path: str) -> Path:
+    """The learner's .py file; GraderUsageError names what is wrong with `path` otherwise."""
     from .grade import GraderUsageError
 
     file = Path(path)
@@ -38,6 +37,15 @@ def load_class(path: str, class_name: str | None, guard: Guard | None = None):
                                f"attention class.")
     if file.suffix != ".py":
         raise GraderUsageError(f"{path} is not a Python file (.py).")
+    return file
+
+
+def load_class(path: str, class_name: str | None, guard: Guard | None = None):
+    """The attention class defined in the file at `path`: `class_name`, or the only nn.Module
+    class the file defines. GraderUsageError says what is wrong otherwise."""
+    from .grade import GraderUsageError
+
+    file = learner_file(path)
     spec = importlib.util.spec_from_file_location(f"learner_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(file.resolve().parent))  # the file may import its neighbours
@@ -179,12 +187,7 @@ def grade_file(path: str, class_name: str | None = None, seed: int = 0, quiet: b
     """grade() for the class in a file, the file run in a worker process (module docstring)."""
     from .grade import GraderUsageError, climb
 
-    file = Path(path)
-    if not file.is_file():
-        raise GraderUsageError(f"{path}: no such file; give the path of the .py file that defines your "
-                               f"attention class.")
-    if file.suffix != ".py":
-        raise GraderUsageError(f"{path} is not a Python file (.py).")
+    learner_file(path)
     learner = IsolatedLearner(path, class_name, time_limit)
     try:
         try:
