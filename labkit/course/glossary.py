@@ -7,7 +7,9 @@ Each entry of `terms` in the JSON file:
                     "es" is allowed after each); case-insensitive unless case_sensitive is true
     gloss           one line that says what it is
     module          the module that teaches it ("00": a prerequisite or the tour of notebook 00)
-    zh              the Chinese term (empty until the Chinese edition fills it)
+    zh              the Chinese term, as the Chinese edition writes it (the page's 中文 line)
+    zh_forms        the Chinese spellings that count as this term: where an English text uses one
+                    of `forms`, its Chinese translation must use one of these
     case_sensitive  optional: match the forms exactly as written (acronyms such as "KL", "HBM")
 
 The page has one `### term` heading per entry, grouped by the module that teaches it, so a link
@@ -45,6 +47,7 @@ class Term:
     module: str
     zh: str = ""
     case_sensitive: bool = False
+    zh_forms: tuple[str, ...] = ()
 
     @property
     def anchor(self) -> str:
@@ -69,7 +72,7 @@ def load_glossary(root: Path | None = None) -> list[Term]:
     data = json.loads((root / GLOSSARY_JSON).read_text(encoding="utf-8"))
     terms, problems, seen = [], [], {}
     for index, entry in enumerate(data["terms"]):
-        unknown = set(entry) - {"term", "forms", "gloss", "module", "zh", "case_sensitive"}
+        unknown = set(entry) - {"term", "forms", "gloss", "module", "zh", "zh_forms", "case_sensitive"}
         if unknown or not entry.get("term") or not entry.get("gloss") or not entry.get("forms"):
             problems.append(f"entry {index} ({entry.get('term')!r}): needs term, forms and gloss; "
                             f"unknown keys {sorted(unknown)}")
@@ -77,7 +80,7 @@ def load_glossary(root: Path | None = None) -> list[Term]:
         if entry["module"] != "00" and entry["module"] not in PLANNED_MODULES:
             problems.append(f"{entry['term']!r}: module {entry['module']!r} is not a module of the course")
         term = Term(entry["term"], tuple(entry["forms"]), entry["gloss"], entry["module"], entry.get("zh", ""),
-                    entry.get("case_sensitive", False))
+                    entry.get("case_sensitive", False), tuple(entry.get("zh_forms", ())))
         if term.anchor in seen:
             problems.append(f"{term.term!r} and {seen[term.anchor]!r} have the same anchor #{term.anchor}")
         seen[term.anchor] = term.term
