@@ -27,15 +27,17 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from labkit.syllabus import PLANNED_MODULES, find_course_root
 
-__all__ = ["Term", "anchor", "load_glossary", "render", "write"]
+__all__ = ["Term", "anchor", "load_glossary", "render", "render_translated", "write", "write_translated"]
 
 GLOSSARY_JSON = Path("docs") / "glossary.json"
 GLOSSARY_MD = Path("docs") / "glossary.md"
+GLOSSARY_ZH = Path("docs") / "glossary.zh-CN.md"
 PREREQUISITES = ("00", "Prerequisites and the tour of notebook 00", "notebooks/00_start_here.ipynb")
 
 
@@ -123,6 +125,53 @@ def render(terms: list[Term]) -> str:
                 extra.append(f"中文: {t.zh}")
             lines += ["<sub>" + "; ".join(extra) + "</sub>", ""]
     return "\n".join(lines)
+
+
+def render_translated(terms: list[Term], translate: Callable[[str], str]) -> str:
+    """docs/glossary.zh-CN.md: the same page in Chinese. Headings stay the English terms, so that every
+    anchor is the English page's and a link works on both; each entry gives the Chinese term first."""
+    lines = ["# 术语表", "",
+             "<!-- Generated from docs/glossary.json and translations/zh-CN/glossary.md by `make translations`: "
+             "edit those, not this page. -->", "",
+             "[English](glossary.md) · 简体中文", "",
+             "课程用到的每个技术术语：中文写法、一句话解释，以及讲授它的模块。另见[速查表](cheatsheet.zh-CN.md)"
+             "（公式、形状和 MiniMind 的各项数值）。", "",
+             "**A-Z:** " + " · ".join(f"[{t.term}](#{t.anchor})"
+                                     for t in sorted(terms, key=lambda t: t.term.lower())), ""]
+    for number in ["00", *PLANNED_MODULES]:
+        group = [t for t in terms if t.module == number]
+        if not group:
+            continue
+        title, link = _module_link(number)
+        link = link.replace("README.md", "README.zh-CN.md").replace("notebooks/", "notebooks/zh-CN/")
+        lines += [f"## {number} · {translate(title)}", ""]
+        for t in group:
+            lines += [f"### {t.term}", "", f"**{t.zh}**：{translate(t.gloss)}", ""]
+            extra = [f"讲授于 [{number}]({link})"]
+            others = [f for f in t.forms if f.strip("`").lower() != t.term.lower()]
+            if others:
+                extra.append("英文也写作 " + "、".join(f"`{f}`" if "`" not in f else f for f in others))
+            lines += ["<sub>" + "；".join(extra) + "</sub>", ""]
+    return "\n".join(lines)
+
+
+def write_translated(root: Path | None = None) -> Path:
+    """Write docs/glossary.zh-CN.md; raises NotTranslated while a gloss or a title has no translation."""
+    from labkit.i18n.catalog import read_catalog
+    from labkit.i18n.edition import CATALOGS, NotTranslated
+    from labkit.i18n.sources import glossary_units
+
+    root = root or find_course_root()
+    catalog = read_catalog(root / CATALOGS / "glossary.md")
+    problems = catalog.problems(glossary_units(root))
+    if problems:
+        raise NotTranslated("\n".join(problems))
+    done = catalog.translations()
+    from labkit.i18n.catalog import key_of
+
+    path = root / GLOSSARY_ZH
+    path.write_text(render_translated(load_glossary(root), lambda text: done[key_of(text)]), encoding="utf-8")
+    return path
 
 
 def write(root: Path | None = None) -> Path:

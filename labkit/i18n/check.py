@@ -1,0 +1,118 @@
+"""Every problem that keeps the Chinese edition from being current and faithful, per part.
+
+The tests (tests/course/test_translation.py) and `python -m labkit.i18n check` both ask this module,
+so a translator sees exactly what the tests will say.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labkit.course.glossary import load_glossary
+from labkit.i18n.catalog import read_catalog
+from labkit.i18n.compare import HEADING, kept_problems, term_problems
+from labkit.i18n.edition import (
+    LANG,
+    NotTranslated,
+    _relink,
+    build_notebook,
+    catalog_of,
+    guide_pairs,
+    stamp_problems,
+    twin_link,
+    zh_notebook,
+)
+
+__all__ = ["catalog_problems", "faithful_problems", "guide_problems", "notebook_file_problems"]
+
+
+def catalog_problems(root: Path, target: str) -> list[str]:
+    """Missing, unfinished or stale translations of one catalog."""
+    _, path, units, _ = catalog_of(root, target)
+    if not path.exists():
+        return [f"{path.relative_to(root).as_posix()} is missing: python -m labkit.i18n sync, then translate it"]
+    return read_catalog(path).problems(units)
+
+
+def faithful_problems(root: Path, target: str) -> list[str]:
+    """For each finished translation: what it changed of its English, and the glossary's terms."""
+    _, path, units, _ = catalog_of(root, target)
+    done = read_catalog(path).translations() if path.exists() else {}
+    terms = load_glossary(root)
+    here, there = root / "notebooks", root / "notebooks" / LANG
+    out, seen = [], set()
+    for unit in units:
+        zh = done.get(unit.key)
+        if zh is None or unit.key in seen:
+            continue
+        seen.add(unit.key)
+        if target.startswith("notebook:"):
+            found = kept_problems(unit.text, _relink(root, zh), link=lambda t: twin_link(root, here, t, there))
+        elif target == "labkit":
+            found = _fields_problems(unit.text, zh)
+        else:
+            found = kept_problems(unit.text, zh)
+        found += term_problems(unit.text, zh, terms)
+        out += [f"{path.relative_to(root).as_posix()}: {unit.label}: {problem}" for problem in found]
+    return out
+
+
+def _fields_problems(english: str, chinese: str) -> list[str]:
+    import string
+
+    fields = {name for _, name, _, _ in string.Formatter().parse(english) if name is not None}
+    zh_fields = {name for _, name, _, _ in string.Formatter().parse(chinese) if name is not None}
+    return [] if fields == zh_fields else [f"fields: the English has {sorted(fields)}, the Chinese {sorted(zh_fields)}"]
+
+
+def notebook_file_problems(root: Path, stem: str) -> list[str]:
+    """The Chinese notebook on disk is exactly what `make translations` writes."""
+    path = zh_notebook(root, stem)
+    name = path.relative_to(root).as_posix()
+    try:
+        built = build_notebook(root, stem)
+    except NotTranslated:
+        return []  # catalog_problems says why
+    if not path.exists():
+        return [f"{name} is missing: make translations"]
+    if path.read_text(encoding="utf-8") != built:
+        return [f"{name} is not what make translations builds from notebooks/{stem}.ipynb and its translation "
+                f"(edited by hand, or built before a change): run make translations; never edit it"]
+    return []
+
+
+def _sections(text: str) -> list[str]:
+    starts = [m.start() for m in HEADING.finditer(text)]
+    return [text[a:b] for a, b in zip([0, *starts], [*starts, len(text)])]
+
+
+def guide_problems(root: Path, english: Path) -> list[str]:
+    """A hand-translated page: current (its stamp), and faithful section by section."""
+    chinese = english.with_name(f"{english.stem}.{LANG}.md")
+    out = stamp_problems(root, english, chinese)
+    if not chinese.exists():
+        return out
+    en_text = english.read_text(encoding="utf-8")
+    zh_text = chinese.read_text(encoding="utf-8").split("\n", 1)[-1]
+    folder = english.parent
+    name = chinese.relative_to(root).as_posix()
+
+    def link(target: str) -> str:  # the English's link to this translation becomes the way back
+        twin = twin_link(root, folder, target, folder)
+        return english.name if twin == chinese.name else twin
+
+    out += [f"{name}: {p}" for p in kept_problems(en_text, zh_text, link=link)]
+    en_sections, zh_sections = _sections(en_text), _sections(zh_text)
+    if len(en_sections) == len(zh_sections):
+        terms = load_glossary(root)
+        for number, (en, zh) in enumerate(zip(en_sections, zh_sections)):
+            title = en.split("\n", 1)[0].strip("# ") if number else "(before the first heading)"
+            out += [f"{name}: section {title!r}: {p}" for p in term_problems(en, zh, terms)]
+    return out
+
+
+def guides(root: Path, number: str | None = None) -> list[Path]:
+    pairs = [english for english, _ in guide_pairs(root)]
+    if number is None:
+        return pairs
+    return [e for e in pairs if e.parent.name.startswith(f"{number}_")]

@@ -1,0 +1,87 @@
+"""What a translation must keep of its English: the checks that make the two say the same thing.
+
+Given an English text and its Chinese (a Markdown cell, a guide, a quiz text), `kept_problems` lists
+what the Chinese lost or changed: headings (number and levels), fact markers (names, in order),
+math, inline code, code blocks (comments aside), numbers and link targets. `term_problems` lists the
+glossary terms the English uses and the Chinese does not write as the glossary's `zh_forms` say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+__all__ = ["kept_problems", "prose", "term_problems"]
+
+FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\s)[^$\n]+?(?<!\s)\$", re.DOTALL)
+CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+FACT = re.compile(r"<!-- fact: ([\w.-]+) -->")
+COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+HEADING = re.compile(r"^(#{1,6}) ", re.MULTILINE)
+LINK = re.compile(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"")
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e-?\d+)?")
+
+
+def _fences(text: str) -> list[str]:
+    """Code blocks with comments and blank lines dropped: a translator may translate a comment."""
+    out = []
+    for block in FENCE.finditer(text):
+        lines = [re.sub(r"\s+#.*$|^\s*#.*$", "", line).rstrip() for line in block.group(0).splitlines()[1:-1]]
+        out.append("\n".join(line for line in lines if line))
+    return out
+
+
+def prose(text: str) -> str:
+    """The text without code blocks, math, inline code, HTML comments and link targets."""
+    for pattern in (FENCE, MATH, COMMENT):
+        text = pattern.sub(" ", text)
+    text = CODE.sub(" ", text)
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+def _links(text: str) -> list[str]:
+    return [a or b for a, b in LINK.findall(text)]
+
+
+def kept_problems(english: str, chinese: str, *, link: Callable[[str], str] = lambda t: t) -> list[str]:
+    """What the Chinese changed of what a translation keeps. `link` maps an English link target to the
+    one the Chinese should write (its Chinese twin)."""
+    out = []
+    en_levels = [len(h) for h in HEADING.findall(FENCE.sub("", english))]
+    zh_levels = [len(h) for h in HEADING.findall(FENCE.sub("", chinese))]
+    if en_levels != zh_levels:
+        out.append(f"headings: the English has levels {en_levels}, the Chinese {zh_levels}")
+    if FACT.findall(english) != FACT.findall(chinese):
+        out.append(f"fact markers: the English has {FACT.findall(english)}, the Chinese {FACT.findall(chinese)}")
+    for what, en, zh in (("math", MATH.findall(FENCE.sub("", english)), MATH.findall(FENCE.sub("", chinese))),
+                         ("code blocks", _fences(english), _fences(chinese))):
+        lost = Counter(en) - Counter(zh)
+        if lost:
+            out.append(f"{what} changed or missing: {sorted(lost)[:3]}")
+    en_code = {m.group(2) for m in CODE.finditer(FENCE.sub("", english))}
+    zh_code = {m.group(2) for m in CODE.finditer(FENCE.sub("", chinese))}
+    if en_code - zh_code:
+        out.append(f"inline code changed or missing: {sorted(en_code - zh_code)[:5]}")
+    en_numbers, zh_numbers = set(NUMBER.findall(prose(english))), set(NUMBER.findall(chinese))
+    if en_numbers - zh_numbers:
+        missing = sorted(en_numbers - zh_numbers)[:6]
+        out.append(f"numbers missing (write them as the English does, in digits): {missing}")
+    wanted = {link(t) for t in _links(english)}
+    written = set(_links(chinese))
+    if wanted - written:
+        out.append(f"links missing or not sent to the Chinese twin: {sorted(wanted - written)[:4]}")
+    return out
+
+
+def term_problems(english: str, chinese: str, terms: Iterable) -> list[str]:
+    """Glossary terms that the English uses and the Chinese does not write as the glossary does."""
+    en_prose, zh_prose = prose(english), prose(chinese)
+    out = []
+    for term in terms:
+        if not term.zh_forms or not term.pattern().search(en_prose):
+            continue
+        if not any(form.lower() in zh_prose.lower() for form in term.zh_forms):
+            out.append(f"term {term.term!r}: write it as {term.zh} (one of {', '.join(term.zh_forms)})")
+    return out

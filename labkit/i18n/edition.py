@@ -1,0 +1,166 @@
+"""The Chinese edition's files: where each lives, how it is built, and what keeps it from being current.
+
+- notebooks/zh-CN/NN_slug.ipynb: built, never edited. The English notebook with each Markdown cell
+  replaced by its translation (translations/zh-CN/notebooks/NN_slug.md) and its links sent to the
+  Chinese twins. Code cells, outputs and metadata are the English notebook's own, which is why nbval
+  need not run these notebooks again (conftest.py leaves them out).
+- modules/NN_slug/README.zh-CN.md, README.zh-CN.md, docs/cheatsheet.zh-CN.md: translated by hand,
+  line 1 naming the git blob of the English version they translate (`stamp`).
+- the quizzes and labkit's messages: translated at run time by `tr` from their catalogs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+
+from labkit.i18n.catalog import Unit, read_catalog
+from labkit.i18n.sources import glossary_units, labkit_units, notebook_units, quiz_units
+
+__all__ = ["LANG", "catalog_of", "build_notebook", "blob", "guide_pairs", "stamp_line", "stamp_problems",
+           "twin_link", "units_of", "zh_notebook"]
+
+LANG = "zh-CN"
+CATALOGS = Path("translations") / LANG
+PREAMBLE = {
+    "notebook": ("<!-- The Chinese of notebooks/{name}: one block per Markdown cell and per text its code shows, "
+                 "keyed by the English's hash. notebooks/zh-CN/{name} is built from it: make translations. "
+                 "How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
+    "quiz": ("<!-- The Chinese of quizzes/{name}: one block per text; the answers and checks stay in the JSON. "
+             "How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
+    "glossary": ("<!-- The Chinese of docs/glossary.json's glosses and module titles (the terms' Chinese is the "
+                 "JSON's zh). docs/glossary.zh-CN.md is built from it: make translations. -->"),
+    "labkit": ("<!-- The Chinese of labkit's messages: every literal passed to tr() or phrase() in labkit/. "
+               "Keep each {field} as it is. -->"),
+}
+
+
+def blob(path: Path) -> str:
+    """The git blob id of a file (`git hash-object`), first 12 hex digits."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------------------------------ catalogs
+
+def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
+    """(kind, catalog path, English units, preamble) for 'notebook:<stem>', 'quiz:<stem>', 'glossary', 'labkit'."""
+    kind, _, stem = target.partition(":")
+    if kind == "notebook":
+        english = root / "notebooks" / f"{stem}.ipynb"
+        return kind, root / CATALOGS / "notebooks" / f"{stem}.md", notebook_units(english), \
+            PREAMBLE[kind].format(name=english.name)
+    if kind == "quiz":
+        english = root / "quizzes" / f"{stem}.json"
+        return kind, root / CATALOGS / "quizzes" / f"{stem}.md", quiz_units(english), \
+            PREAMBLE[kind].format(name=english.name)
+    if kind == "glossary":
+        return kind, root / CATALOGS / "glossary.md", glossary_units(root), PREAMBLE[kind]
+    if kind == "labkit":
+        return kind, root / CATALOGS / "labkit.md", labkit_units(root), PREAMBLE[kind]
+    raise ValueError(f"unknown catalog {target!r}")
+
+
+def units_of(root: Path, target: str) -> list[Unit]:
+    return catalog_of(root, target)[2]
+
+
+def all_targets(root: Path) -> list[str]:
+    notebooks = [f"notebook:{p.stem}" for p in sorted((root / "notebooks").glob("*.ipynb"))]
+    quizzes = [f"quiz:{p.stem}" for p in sorted((root / "quizzes").glob("*.json"))]
+    return [*notebooks, *quizzes, "glossary", "labkit"]
+
+
+# ------------------------------------------------------------------------------------------ notebooks
+
+def zh_notebook(root: Path, stem: str) -> Path:
+    return root / "notebooks" / LANG / f"{stem}.ipynb"
+
+
+LINK = re.compile(r"(\]\(|href=\")([^)\"\s]+)")
+
+
+def twin_link(root: Path, folder: Path, target: str, new_folder: Path) -> str:
+    """A link written in `folder` (relative), as written from `new_folder`, sent to the Chinese twin
+    of its target where one exists. An anchor into a Chinese twin is kept only for the glossary,
+    whose Chinese page keeps the English anchors; otherwise the link stays on the English page."""
+    if re.match(r"^[a-z][a-z+.-]*:", target) or target.startswith(("#", "/")):
+        return target
+    path_part, hash_, anchor = target.partition("#")
+    resolved = Path(os.path.normpath(folder / path_part))
+    twin = None
+    if resolved.suffix == ".ipynb" and resolved.parent == root / "notebooks":
+        twin = resolved.parent / LANG / resolved.name
+    elif resolved.suffix == ".md":
+        twin = resolved.with_name(f"{resolved.stem}.{LANG}.md")
+    if twin is not None and twin.exists() and (not anchor or twin.name == f"glossary.{LANG}.md"):
+        resolved = twin
+    rel = Path(os.path.relpath(resolved, new_folder)).as_posix()
+    if path_part.endswith("/") and not rel.endswith("/"):
+        rel += "/"
+    return rel + hash_ + anchor
+
+
+def _relink(root: Path, text: str) -> str:
+    here, there = root / "notebooks", root / "notebooks" / LANG
+    return LINK.sub(lambda m: m.group(1) + twin_link(root, here, m.group(2), there), text)
+
+
+class NotTranslated(Exception):
+    pass
+
+
+def build_notebook(root: Path, stem: str) -> str:
+    """The Chinese notebook's text, as `make translations` writes it."""
+    english = root / "notebooks" / f"{stem}.ipynb"
+    catalog = read_catalog(root / CATALOGS / "notebooks" / f"{stem}.md")
+    problems = catalog.problems(notebook_units(english))
+    if problems:
+        raise NotTranslated("\n".join(problems))
+    done = catalog.translations()
+    notebook = nbformat.read(english, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown" and cell.source.strip():
+            cell.source = _relink(root, done[Unit(cell.source, "").key])
+    notebook.metadata["attention_lab"] = {"edition": LANG, "built_from": f"../{english.name}"}
+    return nbformat.writes(notebook) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ guides
+
+def guide_pairs(root: Path) -> list[tuple[Path, Path]]:
+    """(English, Chinese) for every page translated by hand."""
+    english = [root / "README.md", root / "docs" / "cheatsheet.md", *sorted((root / "modules").glob("*/README.md"))]
+    return [(e, e.with_name(f"{e.stem}.{LANG}.md")) for e in english]
+
+
+def stamp_line(english: Path) -> str:
+    return f"<!-- {LANG} translation of {english.name} at {blob(english)} -->"
+
+
+STAMP = re.compile(rf"^<!-- {LANG} translation of (\S+) at ([0-9a-f]{{12}}) -->$")
+
+
+def stamp_problems(root: Path, english: Path, chinese: Path) -> list[str]:
+    name = chinese.relative_to(root).as_posix()
+    if not chinese.exists():
+        return [f"{name} is missing: translate {english.relative_to(root).as_posix()} (CONTRIBUTING.md, "
+                f"\"The Chinese edition\")"]
+    first = chinese.read_text(encoding="utf-8").split("\n", 1)[0]
+    match = STAMP.match(first)
+    if not match or match.group(1) != english.name:
+        return [f"{name}: line 1 must be `{stamp_line(english)}`, naming the English version it translates"]
+    if match.group(2) != blob(english):
+        return [f"{name} translates {english.name} as it was at {match.group(2)}; it is {blob(english)} now. "
+                f"See what changed (git diff {match.group(2)} {blob(english)} once both are committed), carry it "
+                f"over, then: python -m labkit.i18n stamp {name}"]
+    return []
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))

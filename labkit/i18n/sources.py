@@ -1,0 +1,112 @@
+"""The English texts ("units") that each catalog translates, read from the English sources.
+
+- a notebook: every Markdown cell, and every text its code shows the learner: the question, choices
+  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and `check(..., hint=...)`;
+- a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
+- the glossary: each term's gloss, and the module titles its page groups them under;
+- labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
+
+Code texts are read with `ast`, never by running anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+
+from labkit.i18n.catalog import Unit
+
+__all__ = ["glossary_units", "labkit_units", "notebook_units", "quiz_units", "code_texts"]
+
+
+def _string(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _name(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def code_texts(source: str) -> list[tuple[str, str]]:
+    """(what, text) for every learner-facing literal in a code cell, in source order."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return []
+    found: list[tuple[int, int, str, str]] = []
+
+    def add(node: ast.AST, what: str) -> None:
+        text = _string(node)
+        if text:
+            found.append((node.lineno, node.col_offset, what, text))
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name, keywords = _name(node.func), {k.arg: k.value for k in node.keywords}
+        if name == "predict":
+            if node.args:
+                add(node.args[0], "predict question")
+            if isinstance(keywords.get("choices"), (ast.List, ast.Tuple)):
+                for element in keywords["choices"].elts:
+                    add(element, "predict choice")
+            add(keywords.get("unit"), "predict unit")
+        elif name == "reveal" and isinstance(keywords.get("why"), ast.Dict):
+            for value in keywords["why"].values:
+                add(value, "reveal why")
+        elif name == "check":
+            add(keywords.get("hint"), "check hint")
+    return [(what, text) for _, _, what, text in sorted(found)]
+
+
+def notebook_units(path: Path) -> list[Unit]:
+    units = []
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        if cell.cell_type == "markdown" and cell.source.strip():
+            units.append(Unit(cell.source, f"cell {index}"))
+        elif cell.cell_type == "code":
+            units += [Unit(text, f"cell {index}: {what}") for what, text in code_texts(cell.source)]
+    return units
+
+
+QUIZ_TEXTS = ("question", "choices", "hint", "explanation", "unit")
+
+
+def quiz_units(path: Path) -> list[Unit]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    units = [Unit(data[key], key) for key in ("title", "description") if isinstance(data.get(key), str)]
+    for question in data.get("questions", []):
+        for key in QUIZ_TEXTS:
+            value = question.get(key)
+            texts = value if key == "choices" and isinstance(value, list) else [value]
+            units += [Unit(text, f"{question.get('id')}: {key}") for text in texts if isinstance(text, str) and text]
+    return units
+
+
+def glossary_units(root: Path) -> list[Unit]:
+    from labkit.course.glossary import PREREQUISITES, load_glossary
+    from labkit.syllabus import PLANNED_MODULES
+
+    titles = [Unit(PREREQUISITES[1], "module 00 title")]
+    titles += [Unit(title, f"module {number} title") for number, (_, title) in PLANNED_MODULES.items()]
+    return titles + [Unit(term.gloss, f"gloss of {term.term}") for term in load_glossary(root)]
+
+
+MESSAGE_FUNCTIONS = ("tr", "phrase")
+
+
+def labkit_units(root: Path) -> list[Unit]:
+    units = []
+    for path in sorted((root / "labkit").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _name(n.func) in MESSAGE_FUNCTIONS
+                        and n.args), key=lambda n: (n.lineno, n.col_offset))
+        for call in calls:
+            text = _string(call.args[0])
+            if text:
+                units.append(Unit(text, f"{path.relative_to(root).as_posix()}:{call.lineno}"))
+    return units
