@@ -14,7 +14,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The Python that creates .venv: python3.11 (what the course pins), else python3 (3.10 or newer).
 PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),$(shell command -v python3 2>/dev/null),python3)
-CLI := $(PY) -m labkit.course
+# LANG=zh-CN asks for the Chinese edition (简体中文), and so does a Chinese locale (zh_CN.UTF-8); LANG=en for
+# English. The targets that show the learner something pass it on as --lang.
+EDITION := $(if $(filter zh%,$(LANG)),zh-CN,en)
+CLI := $(PY) -m labkit.course --lang $(EDITION)
 # Module checks run before .venv exists, so they use .venv's Python only once it is there.
 CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.syllabus check
 # make exp M=03; make test ARGS="-k rope -x"

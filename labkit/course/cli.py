@@ -25,6 +25,7 @@ from pathlib import Path
 
 from labkit.course.machines import ENVIRONMENTS
 from labkit.experiment import writable_folder
+from labkit.i18n import LANGUAGES, use_language
 from labkit.quiz import QuizError, load_quiz, run_terminal_quiz
 from labkit.syllabus import CourseError, all_modules, check, find_course_root
 
@@ -233,6 +234,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m labkit.course",
         description="Attention Lab: run a module's experiments, quiz and notebooks.",
     )
+    parser.add_argument("--lang", choices=LANGUAGES, default=None,
+                        help="the edition: en or zh-CN (简体中文); make passes it from LANG=")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("list", help="list modules and what each has").set_defaults(run=cmd_list)
     exp = commands.add_parser("exp", help="run one module's experiment scripts")
@@ -285,6 +288,8 @@ def _count(low: int, high: int):
 def main(argv: list[str] | None = None) -> int:
     """Parse the command, run it from the course root; a CourseError becomes one line and exit 2."""
     args = _parser().parse_args(argv)
+    if args.lang:
+        use_language(args.lang)
     try:
         return args.run(args, find_course_root())
     except CourseError as error:
