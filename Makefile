@@ -18,6 +18,7 @@ PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),$(shell command -v pyt
 # English. The targets that show the learner something pass it on as --lang.
 EDITION := $(if $(filter zh%,$(LANG)),zh-CN,en)
 CLI := $(PY) -m labkit.course --lang $(EDITION)
+ZH_FOLDER := $(if $(filter zh-CN,$(EDITION)),/zh-CN)
 # Module checks run before .venv exists, so they use .venv's Python only once it is there.
 CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.syllabus check
 # make exp M=03; make test ARGS="-k rope -x"
@@ -61,12 +62,12 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 # The server's root is the course, so that a notebook's relative links (../docs/glossary.md) open;
 # the file browser starts in the folder named.
 JUPYTER = $(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: setup ## start here: your own copies of the notebooks (workspace/, made on first use, never overwritten), in JupyterLab
+lab: setup ## start here: your own copies of the notebooks (workspace/, made on first use, never overwritten), in JupyterLab (LANG=zh-CN: 中文)
 	@$(CLI) workspace
-	$(JUPYTER) --LabApp.default_url=/lab/tree/workspace
+	$(JUPYTER) --LabApp.default_url=/lab/tree/workspace$(ZH_FOLDER)
 
 answers: setup ## the answer book: JupyterLab on the solved notebooks (notebooks/)
-	$(JUPYTER) --LabApp.default_url=/lab/tree/notebooks
+	$(JUPYTER) --LabApp.default_url=/lab/tree/notebooks$(ZH_FOLDER)
 
 # Never run by make clean: workspace/ holds the learner's work.
 workspace: ## make your missing copies in workspace/ (M=03: one; M=03 FORCE=1: replace it; FORCE=1: replace all)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from labkit.course.machines import ENVIRONMENTS
 from labkit.experiment import writable_folder
-from labkit.i18n import LANGUAGES, use_language
+from labkit.i18n import LANGUAGES, edition_folder, language, use_language
 from labkit.quiz import QuizError, load_quiz, run_terminal_quiz
 from labkit.syllabus import CourseError, all_modules, check, find_course_root
 
@@ -169,6 +169,15 @@ def _output_folder(root: Path, name: str, what: str) -> Path:
                           f"then run the command again.") from None
 
 
+def _in_edition(notebook: Path) -> Path:
+    """The notebook of the edition asked for (--lang): the English one, or its Chinese twin."""
+    twin = edition_folder(notebook.parent) / notebook.name
+    if not twin.exists():
+        raise CourseError(f"{notebook.name} has no {language()} edition yet ({twin.parent.name}/{twin.name}): "
+                          f"make translations builds it from translations/{language()}/.")
+    return twin
+
+
 def cmd_workspace(args: argparse.Namespace, root: Path) -> int:
     """Make the learner's copy, workspace/NN_slug.ipynb, of every notebook (or of module NN's) that
     has none yet; keep every copy that exists. --force replaces them (with a module: that one)."""
@@ -182,20 +191,22 @@ def cmd_workspace(args: argparse.Namespace, root: Path) -> int:
     )
 
     module = check("workspace", args.module, root)
-    notebooks = [module.notebook] if module is not None else sorted((root / "notebooks").glob("*.ipynb"))
+    folder = edition_folder(root / "notebooks")
+    notebooks = [_in_edition(module.notebook)] if module is not None else sorted(folder.glob("*.ipynb"))
     if not notebooks:
         print("No notebooks exist yet.")
         return 0
+    workspace = edition_folder(root / WORKSPACE).relative_to(root).as_posix()
     try:
-        out_dir = writable_folder(root / WORKSPACE)
+        out_dir = writable_folder(root / workspace)
     except ValueError as error:
-        raise CourseError(f"cannot make your copies in {WORKSPACE}/: {error}. Move what is in the way, "
+        raise CourseError(f"cannot make your copies in {workspace}/: {error}. Move what is in the way, "
                           f"then run the command again.") from None
     try:
         copies = make_workspace(notebooks, out_dir, replace=notebooks if args.force else [])
     except StudentCopyError as error:
         raise CourseError(str(error)) from None
-    print(f"Your copies of the notebooks, in {WORKSPACE}/ (the solved ones, the answer book: {OPEN_ANSWERS}):")
+    print(f"Your copies of the notebooks, in {workspace}/ (the solved ones, the answer book: {OPEN_ANSWERS}):")
     for copy in copies:
         number = copy.path.name[:2]
         note = {"made": "made (new)",
@@ -216,10 +227,11 @@ def cmd_slides(args: argparse.Namespace, root: Path) -> int:
     from labkit.course.slides import SlidesError, write_slides
 
     module = check("slides", args.module, root)
-    out_dir = _output_folder(root, "slides", "the slides")
+    notebook = _in_edition(module.notebook)
+    out_dir = _output_folder(root, edition_folder(Path("slides")).as_posix(), "the slides")
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        deck = write_slides(module.notebook, out_dir, root, solutions=not args.no_solutions)
+        deck = write_slides(notebook, out_dir, root, solutions=not args.no_solutions)
     except SlidesError as error:
         print(error, file=sys.stderr)
         return 1

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from labkit.i18n.catalog import key_of, read_catalog
 
-__all__ = ["LANGUAGES", "language", "phrase", "tr", "speaking", "use_language"]
+__all__ = ["LANGUAGES", "edition_folder", "language", "phrase", "speaking", "tr", "use_language"]
 
 LANGUAGES = ("en", "zh-CN")
 ENV = "ATTENTION_LAB_LANG"
@@ -65,6 +65,13 @@ def language() -> str:
     if os.environ.get(ENV):
         return _valid(os.environ[ENV], ENV)
     return "zh-CN" if "zh-CN" in Path.cwd().parts else "en"
+
+
+def edition_folder(folder: Path) -> Path:
+    """Where the current language's edition of a folder of notebooks or outputs lives: the folder
+    itself in English, its `zh-CN/` subfolder in Chinese (notebooks/zh-CN, workspace/zh-CN)."""
+    lang = language()
+    return folder if lang == "en" else folder / lang
 
 
 def phrase(text: str) -> str:

@@ -34,11 +34,11 @@ def catalog_problems(root: Path, target: str) -> list[str]:
     return read_catalog(path).problems(units)
 
 
-def faithful_problems(root: Path, target: str) -> list[str]:
-    """For each finished translation: what it changed of its English, and the glossary's terms."""
+def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool = True) -> list[str]:
+    """For each finished translation: what it changed of its English (`kept`), and the glossary's terms."""
     _, path, units, _ = catalog_of(root, target)
     done = read_catalog(path).translations() if path.exists() else {}
-    terms = load_glossary(root)
+    glossary = load_glossary(root) if terms else []
     here, there = root / "notebooks", root / "notebooks" / LANG
     out, seen = [], set()
     for unit in units:
@@ -46,13 +46,15 @@ def faithful_problems(root: Path, target: str) -> list[str]:
         if zh is None or unit.key in seen:
             continue
         seen.add(unit.key)
-        if target.startswith("notebook:"):
+        if not kept:
+            found = []
+        elif target.startswith("notebook:"):
             found = kept_problems(unit.text, _relink(root, zh), link=lambda t: twin_link(root, here, t, there))
         elif target == "labkit":
             found = _fields_problems(unit.text, zh)
         else:
             found = kept_problems(unit.text, zh)
-        found += term_problems(unit.text, zh, terms)
+        found += term_problems(unit.text, zh, glossary)
         out += [f"{path.relative_to(root).as_posix()}: {unit.label}: {problem}" for problem in found]
     return out
 

@@ -1,7 +1,8 @@
 """Every fact marked in the course's prose equals the value its code computes (tests/facts/).
 
-The prose is every guide (`modules/*/*.md`, in any language), the root README, the pages of
-`docs/` (the cheat-sheet), and the Markdown cells of every notebook. A marker reads
+The prose is every guide (`modules/*/*.md`, in any language), the root README and its Chinese twin,
+the pages of `docs/` (the cheat-sheet, in both languages), and the Markdown cells of every notebook,
+the Chinese ones (notebooks/zh-CN/) included: a Chinese text marks the same facts by the same names. A marker reads
 `<!-- fact: name -->12,288<!-- /fact -->`; how a marked text is compared with a computed value is
 in tests/facts/__init__.py. A failure names the file, the line, the sentence, the text written and
 the value computed.
@@ -22,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def prose_files() -> list[Path]:
     guides = sorted((ROOT / "modules").glob("*/*.md"))
     docs = sorted((ROOT / "docs").glob("*.md"))
-    return [ROOT / "README.md", *guides, *docs, *sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    readmes = sorted(ROOT.glob("README*.md"))  # README.md and its Chinese twin
+    notebooks = [*sorted((ROOT / "notebooks").glob("*.ipynb")), *sorted((ROOT / "notebooks" / "zh-CN").glob("*.ipynb"))]
+    return [*readmes, *guides, *docs, *notebooks]
 
 
 def _line_of(text: str, offset: int) -> int:
