@@ -21,7 +21,7 @@ FACT = re.compile(r"<!-- fact: ([\w.-]+) -->")
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 HEADING = re.compile(r"^(#{1,6}) ", re.MULTILINE)
 LINK = re.compile(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"")
-NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e-?\d+)?")
+NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:e-?\d+)?")
 
 
 def _fences(text: str) -> list[str]:

@@ -1,7 +1,8 @@
 """The English texts ("units") that each catalog translates, read from the English sources.
 
 - a notebook: every Markdown cell, and every text its code shows the learner: the question, choices
-  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and `check(..., hint=...)`;
+  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and `check(..., explain=,
+  hint=)`;
 - a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
 - the glossary: each term's gloss, and the module titles its page groups them under;
 - labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
@@ -59,6 +60,7 @@ def code_texts(source: str) -> list[tuple[str, str]]:
             for value in keywords["why"].values:
                 add(value, "reveal why")
         elif name == "check":
+            add(keywords.get("explain"), "check explain")
             add(keywords.get("hint"), "check hint")
     return [(what, text) for _, _, what, text in sorted(found)]
 
