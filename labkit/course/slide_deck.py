@@ -37,6 +37,7 @@ from pathlib import Path
 import nbformat
 
 from labkit.course.student import BEGIN, END, SOLUTION_TAG, strip_solution
+from labkit.i18n import tr
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -287,7 +288,7 @@ class _Deck:
         if solutions:
             name = re.search(r"def\s+(\w+)", cell.source)
             section = self.title
-            self.title = f"Solution: `{name.group(1)}`" if name else f"Solution: {section}"
+            self.title = tr("Solution: {what}", what=f"`{name.group(1)}`" if name else section)
             self.new_slide()
             worked = copy.deepcopy(cell)
             worked.source = solution_source(cell.source)
@@ -303,11 +304,12 @@ class _Deck:
 
         quiz = resolve_quiz(source)
         for number, question in enumerate(quiz.questions, 1):
-            self.title, self.opens = f"Quiz: question {number} of {len(quiz.questions)}", number == 1
+            self.title = tr("Quiz: question {number} of {count}", number=number, count=len(quiz.questions))
+            self.opens = number == 1
             slide = self.new_slide(opens_section=self.opens)
             lines = [question.question] + [f"- **{letter(i)}.** {c}" for i, c in enumerate(question.choices)]
             if question.type == "multiple":
-                lines.append("*Choose all that apply.*")
+                lines.append(f"*{tr('Choose all that apply.')}*")
             asked = _join(lines)
             answer = f"**{question.answer_text()}**"
             explained = f"{answer}\n\n{question.explanation}"

@@ -200,3 +200,26 @@ def test_every_link_of_the_chinese_edition_leads_somewhere():
             elif fragment and resolved.suffix == ".md" and fragment not in _anchors(resolved):
                 broken.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
     _fail(broken)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_page_links_its_twin_both_ways(page):
+    english = ROOT / page
+    chinese = english.with_name(f"{english.stem}.{LANG}.md")
+    assert f"]({chinese.name})" in english.read_text(encoding="utf-8"), f"{page} does not link {chinese.name}"
+    if chinese.exists():
+        assert f"]({english.name})" in chinese.read_text(encoding="utf-8"), f"{chinese.name} does not link {page}"
+
+
+def test_the_chinese_readme_is_the_chinese_learners_front_door():
+    """The two commands as a Chinese learner types them, the answer book, and the module table
+    linking every Chinese guide and notebook."""
+    readme = (ROOT / f"README.{LANG}.md").read_text(encoding="utf-8")
+    first = "\n".join(readme.split("\n")[:45])
+    for command in ("make lab LANG=zh-CN", "make test", "make answers LANG=zh-CN", "make quiz M="):
+        assert command in readme, f"README.{LANG}.md does not give `{command}`"
+    assert "make lab LANG=zh-CN" in first and "notebooks/zh-CN/00_start_here.ipynb" in first
+    for guide in sorted((ROOT / "modules").glob(f"*/README.{LANG}.md")):
+        assert f"]({guide.relative_to(ROOT).as_posix()})" in readme, f"the table does not link {guide}"
+    for notebook in sorted((ROOT / "notebooks" / LANG).glob("*.ipynb")):
+        assert f"]({notebook.relative_to(ROOT).as_posix()})" in readme, f"the table does not link {notebook}"

@@ -43,6 +43,7 @@ from labkit.course.student import (
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHINESE = sorted((ROOT / "notebooks" / "zh-CN").glob("*.ipynb"))  # built from the English (make translations)
 WITH_EXERCISES = [p for p in NOTEBOOKS if BEGIN in p.read_text()]
 
 
@@ -204,10 +205,11 @@ def test_the_workspace_is_git_ignored_and_beside_the_answer_book():
 RELATIVE_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)#\s]+)")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + CHINESE, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_relative_links_lead_the_same_place_from_the_workspace(path):
-    """workspace/ sits beside notebooks/: a link up (../docs/...) or to a sibling notebook (whose
-    copy the workspace holds too) leads where it does from the answer book; nothing else does."""
+    """workspace/ sits beside notebooks/ (and workspace/zh-CN/ beside notebooks/zh-CN/): a link up
+    (../docs/...) or to a sibling notebook (whose copy the workspace holds too) leads where it does
+    from the answer book; nothing else does."""
     for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
         if cell.cell_type != "markdown":
             continue
@@ -215,7 +217,7 @@ def test_relative_links_lead_the_same_place_from_the_workspace(path):
             sibling = "/" not in target and target.endswith(".ipynb")
             assert target.startswith("../") or sibling, (
                 f"{path.name}, cell {index}: the link {target} works from notebooks/ only")
-            assert (ROOT / "notebooks" / target).exists(), f"{path.name}, cell {index}: {target} does not exist"
+            assert (path.parent / target).exists(), f"{path.name}, cell {index}: {target} does not exist"
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
@@ -443,7 +445,7 @@ def leaks(original, name: str, student=None) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + CHINESE, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_a_learner_copy_gives_nothing_away(path):
     original, _ = answer_book_and_copy(path)
     found = leaks(original, path.name)
