@@ -68,6 +68,7 @@ import torch
 
 from .i18n import phrase, tr
 from .numerics import distance, outside_tolerance
+from .sentences import join_sentences
 
 __all__ = ["CheckResult", "ExerciseCheckFailed", "STRICT_ENV", "check"]
 
@@ -161,7 +162,7 @@ def check(
     if reason is None:
         message = tr("✓ {name}: right.", name=shown_name)
         if explain and explain.strip():
-            message += " " + tr(explain).strip()
+            message = join_sentences(message, tr(explain).strip())
     else:
         filled_in = reason is not _NOT_FILLED
         message = tr("✗ {name}: not yet — {reason}", name=shown_name,
@@ -282,7 +283,7 @@ def _describe_inputs(args: tuple[Any, ...]) -> str:
         return tr("no inputs")
     if len(args) == 1:
         return tr("input {value}", value=_brief(args[0]))
-    return tr("inputs ({values})", values=", ".join(_brief(arg) for arg in args))
+    return tr("inputs ({listed})", listed=", ".join(_brief(arg) for arg in args))
 
 
 def _brief(value: Any) -> str:
@@ -551,7 +552,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return tr("a {type} of {items}", type=type(value).__name__, items=_items(len(value)))
     if isinstance(value, dict):
-        return tr("a dict with {keys}", keys=_keys(len(value)))
+        return tr("a dict with {entries}", entries=_keys(len(value)))
     if callable(value):
         return tr("a function ({name})", name=_function_name(value))
     return tr("a {type}", type=type(value).__name__)

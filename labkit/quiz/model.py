@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.i18n import language, phrase, tr
+from labkit.sentences import join_sentences
 
 _NUMBER = re.compile(
     r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d{1,3}(?:_\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -100,7 +101,7 @@ class Question:
             chosen = self._index(response)
             head = tr("Right!") if chosen == self.answer else tr("Not quite: you chose {letter}.",
                                                                   letter=letter(chosen))
-            return Feedback(chosen == self.answer, f"{head} {self.answer_text()}\n{shown(self.explanation)}")
+            return self._revealed(chosen == self.answer, head)
         if self.type == "multiple":
             if isinstance(response, (str, bytes)) or not hasattr(response, "__iter__"):
                 raise ValueError(f"Question '{self.id}' takes a list of choice indices, such as "
@@ -120,12 +121,16 @@ class Question:
                 head = tr("Not quite: {wrong}.", wrong=clause)
             else:
                 head = tr("Right!")
-            return Feedback(not (missed or wrong), f"{head} {self.answer_text()}\n{shown(self.explanation)}")
+            return self._revealed(not (missed or wrong), head)
         if isinstance(response, bool) or not isinstance(response, numbers.Real) or not _finite(response):
             raise ValueError(f"Question '{self.id}' takes a finite number; got {response!r}.")
         correct = self.accepts(response)
         head = tr("Right!") if correct else tr("Not quite: you answered {number}.", number=format_number(response))
-        return Feedback(correct, f"{head} {self.answer_text()}\n{shown(self.explanation)}")
+        return self._revealed(correct, head)
+
+    def _revealed(self, correct: bool, head: str) -> Feedback:
+        """The verdict, the right answer, and the explanation on its own line."""
+        return Feedback(correct, f"{join_sentences(head, self.answer_text())}\n{shown(self.explanation)}")
 
     def accepts(self, value: float) -> bool:
         """|value - answer| <= tolerance. A value on the boundary counts even when binary floats
@@ -176,15 +181,16 @@ class Tries:
         the rule allows: the answer only after a right try or a second wrong one."""
         full = self.question.grade(response)
         if self.revealed:
-            return Feedback(full.correct, full.message.replace("\n", f" {tr(SEEN)}\n", 1))
+            verdict, _, explanation = full.message.partition("\n")
+            return Feedback(full.correct, f"{join_sentences(verdict, tr(SEEN))}\n{explanation}")
         self.count += 1
         if self.first_right is None:
             self.first_right = full.correct
         if full.correct or self.count >= 2:
             self.revealed = True
             return full
-        hint = tr("\nHint: {hint}", hint=shown(self.question.hint)) if self.question.hint else ""
-        return Feedback(False, f"{tr(NOT_RIGHT)} {tr(TRY_AGAIN)}{hint}", revealed=False)
+        hint = "\n" + tr("Hint: {hint}", hint=shown(self.question.hint)) if self.question.hint else ""
+        return Feedback(False, join_sentences(tr(NOT_RIGHT), tr(TRY_AGAIN)) + hint, revealed=False)
 
 
 @dataclass(frozen=True)
