@@ -76,7 +76,7 @@ STRICT_ENV = "ATTENTION_LAB_STRICT_CHECKS"
 
 # How many characters of a value or an error message a line shows.
 _SHORT = 80
-NOT_FILLED_IN = "the exercise is not filled in yet (it raises NotImplementedError)"
+NOT_FILLED_IN = phrase("the exercise is not filled in yet (it raises NotImplementedError)")
 
 
 class ExerciseCheckFailed(AssertionError):

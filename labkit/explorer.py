@@ -204,7 +204,7 @@ class AttentionExplorer(widgets.VBox):
                     token=repr(self.labels[query]), count=self.top_k.value)]
         for title, row in zip(titles, rows):
             keys = ", ".join(f"{p} {label!r} {w:.2f}" for p, label, w in top_keys(row, self.labels, self.top_k.value))
-            lines.append(f"  {title}: {keys}")
+            lines.append("  " + tr("{title}: {top}", title=title, top=keys))
         return "\n".join(lines)
 
 
