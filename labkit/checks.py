@@ -39,6 +39,11 @@ names the kind of thing that is wrong and never prints the expected value:
 
 The answer book (`make answers`) holds the worked solutions; a check never stands in for it.
 
+Every line is said in the learner's language (labkit.i18n: a Chinese notebook's kernel speaks
+Chinese): labkit's own words through `tr("template {field}")`, and the notebook's texts (the name,
+`explain=`, `hint=`) through its catalog. A translation says the same things, so it gives no more
+away than the English.
+
 Pass the learner's function and `cases`, not the function's result: check() runs the function
 itself, so an exercise not filled in yet (NotImplementedError) or one that raises reports a line
 instead of stopping the notebook. Each case's inputs are copied before each call, so a function

@@ -181,7 +181,8 @@ class AttentionExplorer(widgets.VBox):
         if self.figure is not None:
             plt.close(self.figure)
         self.figure = show_heatmaps(maps, x_labels=self.labels, titles=titles if len(titles) > 1 else titles[0],
-                                    suptitle=self.title())
+                                    suptitle=self.title(), xlabel=figure_tr(phrase("key")),
+                                    ylabel=figure_tr(phrase("query")))
         for ax in self.figure.axes:
             if ax.images:  # the maps, not the colour bar
                 ax.add_patch(Rectangle((-0.5, query - 0.5), len(self.labels), 1.0, fill=False,

@@ -17,6 +17,7 @@ and stays English otherwise, rather than showing empty boxes.
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import cache
 
@@ -59,6 +60,9 @@ def use_chinese_font(figure) -> None:
     font = chinese_font()
     if font is None:
         return
+    # A Chinese font often comes in one weight; matplotlib would log, below the learner's cell, that
+    # it draws a bold label in that weight.
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     for text in figure.findobj(Text):
         if _CHINESE.search(text.get_text()):
             family = [name for name in text.get_fontfamily() if name != font]

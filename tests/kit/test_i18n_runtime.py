@@ -360,4 +360,16 @@ def test_the_explorer_speaks_chinese(monkeypatch):
         assert explorer.title() == "第 1 层，所有头：红框标出查询 5（b）"
         assert explorer.top_keys_text.splitlines()[0] == "查询 5 'b'：它权重最大的 3 个键"
         assert explorer.top_keys_text.splitlines()[1].startswith("  第 1 层，头 0：")
-        assert [ax.get_title() for ax in explorer.figure.axes if ax.images][0] == "第 1 层，头 0"
+        shown = [ax for ax in explorer.figure.axes if ax.images]
+        assert shown[0].get_title() == "第 1 层，头 0" and shown[0].get_ylabel() == "查询"
+        assert shown[-1].get_xlabel() == "键"
+
+
+def test_interact_labels_its_controls_in_the_current_language(monkeypatch):
+    from labkit.widgets import interact
+
+    with_translations(monkeypatch, {"factor": "倍数"})
+    with speaking("zh-CN"):
+        shown = interact(lambda factor, window: None, factor=widgets.FloatSlider(value=0.5), window=(1, 8))
+    assert [c.description for c in shown.controls.values()] == ["倍数", "window"]
+    assert repr(shown).endswith("factor=0.5, window=4)"), "the text form names the code's keywords"
