@@ -163,7 +163,7 @@ def check(
     else:
         reason = _run_cases(got, expected, list(cases), atol, rtol)
     # The name, explain and hint are the notebook's own texts: its catalog translates them.
-    shown_name = tr(name).strip() or name
+    shown_name = tr(name)
     if reason is None:
         message = tr("✓ {name}: right.", name=shown_name)
         if explain and explain.strip():
