@@ -39,6 +39,11 @@ names the kind of thing that is wrong and never prints the expected value:
 
 The answer book (`make answers`) holds the worked solutions; a check never stands in for it.
 
+Every line is said in the learner's language (labkit.i18n: a Chinese notebook's kernel speaks
+Chinese): labkit's own words through `tr("template {field}")`, and the notebook's texts (the name,
+`explain=`, `hint=`) through its catalog. A translation says the same things, so it gives no more
+away than the English.
+
 Pass the learner's function and `cases`, not the function's result: check() runs the function
 itself, so an exercise not filled in yet (NotImplementedError) or one that raises reports a line
 instead of stopping the notebook. Each case's inputs are copied before each call, so a function
@@ -66,7 +71,9 @@ from typing import Any
 
 import torch
 
+from .i18n import phrase, tr
 from .numerics import distance, outside_tolerance
+from .sentences import join_sentences
 
 __all__ = ["CheckResult", "ExerciseCheckFailed", "STRICT_ENV", "check"]
 
@@ -74,9 +81,7 @@ STRICT_ENV = "ATTENTION_LAB_STRICT_CHECKS"
 
 # How many characters of a value or an error message a line shows.
 _SHORT = 80
-NOT_FILLED_IN = "the exercise is not filled in yet (it raises NotImplementedError)"
-# What a check says of a value answer that is wrong: that it is wrong, never what it should be.
-_NOT_RIGHT = "not right"
+NOT_FILLED_IN = phrase("the exercise is not filled in yet (it raises NotImplementedError)")
 
 
 class ExerciseCheckFailed(AssertionError):
@@ -157,12 +162,18 @@ def check(
         reason = _compare(got, expected, atol, rtol)
     else:
         reason = _run_cases(got, expected, list(cases), atol, rtol)
+    # The name, explain and hint are the notebook's own texts: its catalog translates them.
+    shown_name = tr(name)
     if reason is None:
-        message = f"✓ {name}: right." + (f" {explain.strip()}" if explain and explain.strip() else "")
+        message = tr("✓ {name}: right.", name=shown_name)
+        if explain and explain.strip():
+            message = join_sentences(message, tr(explain).strip())
     else:
-        message = f"✗ {name}: not yet — {reason}"
-        if hint and hint.strip() and reason != NOT_FILLED_IN:
-            message += f". Hint: {hint.strip()}"
+        filled_in = reason is not _NOT_FILLED
+        message = tr("✗ {name}: not yet — {reason}", name=shown_name,
+                     reason=reason if filled_in else tr(NOT_FILLED_IN))
+        if hint and hint.strip() and filled_in:
+            message += tr(". Hint: {hint}", hint=tr(hint).strip())
     result = CheckResult(reason is None, name, message)
     print(message)
     result._printed_in = _cell_number()
@@ -222,11 +233,15 @@ def _function_name(function: Callable) -> str:
 # ------------------------------------------------------------------------------ running cases
 
 
-def _run_cases(function: Callable, expected: Any, cases: list[Any], atol: float, rtol: float) -> str | None:
-    """None when the function matches on every case; else why not, for the first case that differs."""
+# What _run_cases returns for an exercise not filled in yet (check() words it, and gives no hint).
+_NOT_FILLED = object()
+
+
+def _run_cases(function: Callable, expected: Any, cases: list[Any], atol: float, rtol: float) -> Any:
+    """None when the function matches on every case; else why not, for the first case that differs
+    (or _NOT_FILLED)."""
     for index, case in enumerate(cases):
         args = case if isinstance(case, tuple) else (case,)
-        where = f"for case {index + 1} of {len(cases)}, {_describe_inputs(args)}"
         if callable(expected):
             try:
                 want = expected(*_fresh_copy(args))
@@ -239,12 +254,14 @@ def _run_cases(function: Callable, expected: Any, cases: list[Any], atol: float,
         try:
             answer = function(*_fresh_copy(args))
         except NotImplementedError:
-            return NOT_FILLED_IN
+            return _NOT_FILLED
         except Exception as error:
-            return f"{where}: your code raised {_error_text(error)}"
+            return tr("for case {number} of {count}, {inputs}: your code raised {error}", number=index + 1,
+                      count=len(cases), inputs=_describe_inputs(args), error=_error_text(error))
         reason = _compare(answer, want, atol, rtol)
         if reason is not None:
-            return f"{where}: {reason}"
+            return tr("for case {number} of {count}, {inputs}: {reason}", number=index + 1, count=len(cases),
+                      inputs=_describe_inputs(args), reason=reason)
     return None
 
 
@@ -268,18 +285,18 @@ def _fresh_copy(value: Any) -> Any:
 
 def _describe_inputs(args: tuple[Any, ...]) -> str:
     if len(args) == 0:
-        return "no inputs"
+        return tr("no inputs")
     if len(args) == 1:
-        return f"input {_brief(args[0])}"
-    return f"inputs ({', '.join(_brief(arg) for arg in args)})"
+        return tr("input {value}", value=_brief(args[0]))
+    return tr("inputs ({listed})", listed=", ".join(_brief(arg) for arg in args))
 
 
 def _brief(value: Any) -> str:
     """An input in a few words: a tensor by its shape, a number by itself."""
     if isinstance(value, torch.Tensor) or _is_ndarray(value):
-        return f"shape {_shape(value.shape)}"
+        return tr("shape {shape}", shape=_shape(value.shape))
     if isinstance(value, (list, tuple)):
-        return f"{type(value).__name__} of {len(value)}"
+        return tr("{type} of {count}", type=type(value).__name__, count=len(value))
     return _short(repr(value))
 
 
@@ -291,9 +308,40 @@ def _error_text(error: BaseException) -> str:
 # -------------------------------------------------------------------------------- comparing
 
 
-def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
-    """None when got matches expected; else the reason, a phrase that follows "not yet — "."""
+def _compare(got: Any, expected: Any, atol: float, rtol: float, path: str = "") -> str | None:
+    """None when got matches expected; else the reason, a phrase that follows "not yet — ". `path`
+    is where an item sits in the containers around it ("[2]", "[1]['k']"), said before its reason."""
     got, expected = _plain_scalar(got), _plain_scalar(expected)
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(got) != len(expected):
+            return _at(path, tr("it has {items}, expected {expected}", items=_items(len(got)),
+                                expected=len(expected)))
+        for index, (got_item, expected_item) in enumerate(zip(got, expected)):
+            reason = _compare(got_item, expected_item, atol, rtol, f"{path}[{index}]")
+            if reason is not None:
+                return reason
+        return None
+    if isinstance(expected, dict) and isinstance(got, dict):
+        missing = [key for key in expected if key not in got]
+        extra = [key for key in got if key not in expected]
+        if missing or extra:
+            if missing and extra:
+                reason = tr("it lacks the keys {missing} and has extra keys {extra}", missing=missing, extra=extra)
+            elif missing:
+                reason = tr("it lacks the keys {missing}", missing=missing)
+            else:
+                reason = tr("it has extra keys {extra}", extra=extra)
+            return _at(path, reason)
+        for key, expected_item in expected.items():
+            reason = _compare(got[key], expected_item, atol, rtol, f"{path}[{key!r}]")
+            if reason is not None:
+                return reason
+        return None
+    return _at(path, _compare_values(got, expected, atol, rtol))
+
+
+def _compare_values(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
+    """_compare for everything but a pair of lists or a pair of dicts."""
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return _type_mismatch(got, expected)
@@ -303,7 +351,7 @@ def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
             return _type_mismatch(got, expected)
         return _compare_arrays(got, expected, atol, rtol)
     if expected is None:
-        return None if got is None else f"it is {_describe(got)}, {_NOT_RIGHT}"
+        return None if got is None else tr("it is {value}, not right", value=_describe(got))
     if isinstance(expected, bool):
         if not isinstance(got, bool):
             return _type_mismatch(got, expected)
@@ -320,47 +368,27 @@ def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
         if not isinstance(got, str):
             return _type_mismatch(got, expected)
         return None if got == expected else _wrong_value(got)
-    if isinstance(expected, (list, tuple)):
-        if not isinstance(got, (list, tuple)):
-            return _type_mismatch(got, expected)
-        if len(got) != len(expected):
-            return f"it has {_count(len(got), 'item')}, expected {len(expected)}"
-        for index, (got_item, expected_item) in enumerate(zip(got, expected)):
-            reason = _compare(got_item, expected_item, atol, rtol)
-            if reason is not None:
-                return _at(f"[{index}]", reason)
-        return None
-    if isinstance(expected, dict):
-        if not isinstance(got, dict):
-            return _type_mismatch(got, expected)
-        missing = [key for key in expected if key not in got]
-        extra = [key for key in got if key not in expected]
-        if missing or extra:
-            parts = ([f"lacks the keys {missing}"] if missing else []) + ([f"has extra keys {extra}"] if extra else [])
-            return f"it {' and '.join(parts)}"
-        for key, expected_item in expected.items():
-            reason = _compare(got[key], expected_item, atol, rtol)
-            if reason is not None:
-                return _at(f"[{key!r}]", reason)
-        return None
+    if isinstance(expected, (list, tuple, dict)):
+        return _type_mismatch(got, expected)  # a pair of lists or of dicts is _compare's
     try:
         same = bool(got == expected)
     except Exception as error:
-        return f"it cannot be compared with the expected {_kind_of(expected)} ({_error_text(error)})"
+        return tr("it cannot be compared with the expected {kind} ({error})", kind=_kind_of(expected),
+                  error=_error_text(error))
     return None if same else _wrong_value(got)
 
 
 def _wrong_value(got: Any) -> str:
     """A value answer that is wrong: the learner's own value, and that it is not right (module
     docstring: never the expected value)."""
-    return f"it is {_short(repr(got)) if not isinstance(got, float) else _num(got)}: {_NOT_RIGHT}"
+    return tr("it is {value}: not right", value=_short(repr(got)) if not isinstance(got, float) else _num(got))
 
 
-def _at(index: str, reason: str) -> str:
-    """Prefix an item's reason with where it is: "item [2]: ...", "item [1][0]: ..."."""
-    if reason.startswith("item ["):
-        return f"item {index}{reason[len('item '):]}"
-    return f"item {index}: {reason}"
+def _at(path: str, reason: str | None) -> str | None:
+    """Say where an item is before its reason: "item [2]: ...", "item [1][0]: ..."."""
+    if reason is None or not path:
+        return reason
+    return tr("item {path}: {reason}", path=path, reason=reason)
 
 
 def _compare_floats(got: float, expected: float, atol: float, rtol: float) -> str | None:
@@ -374,11 +402,12 @@ def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | 
     """Two tensors, or two numpy arrays: shape, then kind of dtype, then NaN/inf, then values. The
     values: where they differ and by how much, never the expected entry (module docstring)."""
     if tuple(got.shape) != tuple(expected.shape):
-        hint = _shape_hint(got.shape, expected.shape)
-        return f"it has shape {_shape(got.shape)}, expected {_shape(expected.shape)}{hint}"
+        return tr("it has shape {shape}, expected {expected}{hint}", shape=_shape(got.shape),
+                  expected=_shape(expected.shape), hint=_shape_hint(got.shape, expected.shape))
     got_kind, expected_kind = _kind(got), _kind(expected)
     if got_kind != expected_kind:
-        return f"its dtype is {_dtype(got)} ({got_kind}), expected {expected_kind} like {_dtype(expected)}"
+        return tr("its dtype is {dtype} ({kind}), expected {expected_kind} like {expected_dtype}", dtype=_dtype(got),
+                  kind=tr(got_kind), expected_kind=tr(expected_kind), expected_dtype=_dtype(expected))
     a, b = _to_numpy(got), _to_numpy(expected)
     np = _numpy()
     if expected_kind in ("floating point", "complex"):
@@ -393,19 +422,22 @@ def _compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | 
             return _wrong_value(a.item())
         diff = distance(a, b).numpy()
         worst = np.unravel_index(np.argmax(np.where(bad, diff, -1.0)), diff.shape)
-        return (f"{int(bad.sum())} of {bad.size} values are outside the tolerance; the largest difference, "
-                f"{_num(diff[worst].item())}, is at {_index(worst)}")
+        return tr("{bad} of {size} values are outside the tolerance; the largest difference, {difference}, is at "
+                  "{index}", bad=int(bad.sum()), size=bad.size, difference=_num(diff[worst].item()),
+                  index=_index(worst))
     bad = a != b
     if not bad.any():
         return None
     if a.ndim == 0:
         return _wrong_value(a.item())
     first = tuple(int(i) for i in np.argwhere(bad)[0])
-    text = f"it differs at {int(bad.sum())} of {bad.size} positions, the first at {_index(first)}"
     if expected_kind == "integer":
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        text += f"; the largest difference is {int(diff.max())}"
-    return text
+        return tr("it differs at {bad} of {size} positions, the first at {index}; the largest difference is "
+                  "{difference}", bad=int(bad.sum()), size=bad.size, index=_index(first),
+                  difference=int(diff.max()))
+    return tr("it differs at {bad} of {size} positions, the first at {index}", bad=int(bad.sum()), size=bad.size,
+              index=_index(first))
 
 
 def _special_values(array: Any) -> dict:
@@ -426,11 +458,11 @@ def _nonfinite_mismatch(a: Any, b: Any) -> str | None:
         if extra.any():
             where = np.argwhere(extra)
             first = tuple(int(i) for i in where[0]) if a.ndim else ()
-            text = f"it contains {label} at {_count(len(where), 'position')}"
+            text = tr("it contains {value} at {positions}", value=label, positions=_positions(len(where)))
             if a.ndim:
-                text += f", e.g. {_index(first)}"
+                text += tr(", e.g. {index}", index=_index(first))
             if label == "NaN":
-                text += " (NaN comes from 0/0, inf - inf, or a softmax over a row that is all -inf)"
+                text += tr(" (NaN comes from 0/0, inf - inf, or a softmax over a row that is all -inf)")
             return text
         missing = expected_has & ~got_has
         if missing.any():
@@ -438,8 +470,8 @@ def _nonfinite_mismatch(a: Any, b: Any) -> str | None:
             first = tuple(int(i) for i in where[0]) if a.ndim else ()
             if not a.ndim:
                 return _wrong_value(a.item())
-            return (f"expected {label} at {_count(len(where), 'position')}, e.g. {_index(first)}, "
-                    f"where it has {_num(a[first].item())}")
+            return tr("expected {value} at {positions}, e.g. {index}, where it has {got}", value=label,
+                      positions=_positions(len(where)), index=_index(first), got=_num(a[first].item()))
     return None
 
 
@@ -483,16 +515,21 @@ def _to_numpy(array: Any) -> Any:
     return array
 
 
+# The kinds of dtype, which must match; shown to the learner through tr().
+_FLOATING, _INTEGER, _BOOLEAN = phrase("floating point"), phrase("integer"), phrase("boolean")
+_COMPLEX, _TEXT = phrase("complex"), phrase("text")
+
+
 def _kind(array: Any) -> str:
     """The kind of a dtype, which must match: floating point, integer, boolean, complex, text."""
     if isinstance(array, torch.Tensor):
         if array.dtype == torch.bool:
-            return "boolean"
+            return _BOOLEAN
         if array.is_complex():
-            return "complex"
-        return "floating point" if array.is_floating_point() else "integer"
-    return {"b": "boolean", "i": "integer", "u": "integer", "f": "floating point", "c": "complex",
-            "U": "text", "S": "text"}.get(array.dtype.kind, f"dtype {array.dtype}")
+            return _COMPLEX
+        return _FLOATING if array.is_floating_point() else _INTEGER
+    return {"b": _BOOLEAN, "i": _INTEGER, "u": _INTEGER, "f": _FLOATING, "c": _COMPLEX,
+            "U": _TEXT, "S": _TEXT}.get(array.dtype.kind, f"dtype {array.dtype}")
 
 
 def _dtype(array: Any) -> str:
@@ -505,59 +542,59 @@ def _describe(value: Any) -> str:
         return "None"
     if isinstance(value, torch.Tensor):
         if value.dim() == 0:
-            return f"a 0-d torch.Tensor ({_num(value.item())})"
-        return f"a torch.Tensor of shape {_shape(value.shape)}"
+            return tr("a 0-d torch.Tensor ({value})", value=_num(value.item()))
+        return tr("a torch.Tensor of shape {shape}", shape=_shape(value.shape))
     if _is_ndarray(value):
-        return f"a numpy array of shape {_shape(value.shape)}"
+        return tr("a numpy array of shape {shape}", shape=_shape(value.shape))
     if isinstance(value, bool):
-        return f"a bool ({value})"
+        return tr("a bool ({value})", value=value)
     if isinstance(value, int):
-        return f"an int ({value})"
+        return tr("an int ({value})", value=value)
     if isinstance(value, float):
-        return f"a float ({_num(value)})"
+        return tr("a float ({value})", value=_num(value))
     if isinstance(value, str):
-        return f"a str ({_short(repr(value))})"
+        return tr("a str ({value})", value=_short(repr(value)))
     if isinstance(value, (list, tuple)):
-        return f"a {type(value).__name__} of {_count(len(value), 'item')}"
+        return tr("a {type} of {items}", type=type(value).__name__, items=_items(len(value)))
     if isinstance(value, dict):
-        return f"a dict with {_count(len(value), 'key')}"
+        return tr("a dict with {entries}", entries=_keys(len(value)))
     if callable(value):
-        return f"a function ({_function_name(value)})"
-    return f"a {type(value).__name__}"
+        return tr("a function ({name})", name=_function_name(value))
+    return tr("a {type}", type=type(value).__name__)
 
 
 def _kind_of(value: Any) -> str:
     """What a value is, by its type and structure only, never by its value (for the expected
     value): 'an int', 'a torch.Tensor of shape [3, 4]', 'a list of 2 items'."""
     if isinstance(value, bool):
-        return "a bool"
+        return tr("a bool")
     if isinstance(value, int):
-        return "an int"
+        return tr("an int")
     if isinstance(value, float):
-        return "a float"
+        return tr("a float")
     if isinstance(value, str):
-        return "a str"
+        return tr("a str")
     if isinstance(value, torch.Tensor) and value.dim() == 0:
-        return "a 0-d torch.Tensor"
+        return tr("a 0-d torch.Tensor")
     return _describe(value)
 
 
 def _type_mismatch(got: Any, expected: Any) -> str:
     """'it is X, expected a Y', with the usual fix when there is one; the expected value's kind,
     never its value."""
-    text = f"it is {_describe(got)}, expected {_kind_of(expected)}"
+    text = tr("it is {value}, expected {kind}", value=_describe(got), kind=_kind_of(expected))
     hint = ""
     if got is None:
-        hint = "did the function forget to return its result?"
+        hint = tr("did the function forget to return its result?")
     elif isinstance(expected, torch.Tensor) and _is_ndarray(got):
-        hint = "torch.from_numpy turns an array into a tensor"
+        hint = tr("torch.from_numpy turns an array into a tensor")
     elif _is_ndarray(expected) and isinstance(got, torch.Tensor):
-        hint = ".numpy() turns a tensor into an array"
+        hint = tr(".numpy() turns a tensor into an array")
     elif isinstance(expected, (bool, int, float)) and isinstance(got, torch.Tensor) and got.numel() == 1:
-        hint = ".item() turns a one-element tensor into a Python number"
+        hint = tr(".item() turns a one-element tensor into a Python number")
     elif isinstance(expected, int) and not isinstance(expected, bool) and isinstance(got, float) and got.is_integer():
-        hint = "use // or int() for a whole number"
-    return f"{text} ({hint})" if hint else text
+        hint = tr("use // or int() for a whole number")
+    return tr("{text} ({hint})", text=text, hint=hint) if hint else text
 
 
 def _shape(shape: Any) -> str:
@@ -568,9 +605,9 @@ def _shape_hint(got: Any, expected: Any) -> str:
     got, expected = tuple(got), tuple(expected)
     if len(got) == len(expected) >= 2 and got == expected[::-1] or (
             len(got) == len(expected) >= 2 and got[:-2] == expected[:-2] and got[-2:] == expected[-2:][::-1]):
-        return " (the transpose: are the dimensions in the right order?)"
+        return tr(" (the transpose: are the dimensions in the right order?)")
     if tuple(n for n in got if n != 1) == tuple(n for n in expected if n != 1):
-        return " (a dimension of size 1 too many or too few: unsqueeze/squeeze, or keepdim?)"
+        return tr(" (a dimension of size 1 too many or too few: unsqueeze/squeeze, or keepdim?)")
     return ""
 
 
@@ -591,8 +628,16 @@ def _num(value: Any) -> str:
     return repr(value)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def _items(n: int) -> str:
+    return tr("1 item") if n == 1 else tr("{count} items", count=n)
+
+
+def _keys(n: int) -> str:
+    return tr("1 key") if n == 1 else tr("{count} keys", count=n)
+
+
+def _positions(n: int) -> str:
+    return tr("1 position") if n == 1 else tr("{count} positions", count=n)
 
 
 def _short(text: str) -> str:

@@ -20,6 +20,10 @@ from the configuration.
 
 Figures are sized for a 16:9 slide (`make slides`): each fits 1224 x 560 CSS pixels unscaled, and
 no text on it is under 16 pixels there (`MIN_TEXT_PX`, checked by the tests).
+
+In the Chinese edition the labels (step names, what each step does, headings, the caption) are
+drawn in Chinese where a font can draw it (`labkit.figures.figure_tr`); the data keeps the English
+(`phrase` marks it for the catalog), and code, shapes and module numbers are the same in both.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from matplotlib.patches import FancyBboxPatch
 
 from minimind_ref import MiniMindConfig
 
+from .figures import figure_tr, use_chinese_font
+from .i18n import phrase
 from .syllabus import PLANNED_MODULES
 
 __all__ = ["Step", "block_rows", "forward_steps", "map_figures", "show_map"]
@@ -64,7 +70,7 @@ class Step:
 
 def _configs(config: MiniMindConfig | None) -> list[tuple[str, MiniMindConfig]]:
     if config is not None:
-        return [("your config", config)]
+        return [(figure_tr(phrase("your config")), config)]
     return [("MiniMind2", MiniMindConfig()), ("MiniMind-3", MiniMindConfig.minimind3())]
 
 
@@ -75,19 +81,19 @@ def forward_steps(config: MiniMindConfig) -> list[Step]:
     q_heads, kv_heads = ("B", h, "T", d), ("B", kv, "T", d)
     norm = (("q", q_heads), ("k", kv_heads)) if config.qk_norm else ()
     return [
-        Step("input", "input x", "x (after RMSNorm)", (("x", ("B", "T", c)),), ("01",)),
-        Step("project", "q/k/v projections", "x @ W.T", (("q", ("B", "T", h * d)), ("k,v", ("B", "T", kv * d))),
-             ("02",)),
-        Step("split_heads", "split heads", "view + transpose", (("q", q_heads), ("k,v", kv_heads)), ("03",)),
-        Step("qk_norm", "q/k norm", "RMSNorm over D", norm, ("02",)),
-        Step("rope", "RoPE", "rotate by position", (("q", q_heads), ("k", kv_heads)), ("06",)),
-        Step("cache", "KV cache append", "cat(cached, new)", (("k,v", ("B", kv, "S", d)),), ("07",)),
-        Step("repeat_kv", "repeat_kv (GQA)", "copy kv x n_rep", (("k,v", ("B", h, "S", d)),), ("04",)),
+        Step("input", phrase("input x"), phrase("x (after RMSNorm)"), (("x", ("B", "T", c)),), ("01",)),
+        Step("project", phrase("q/k/v projections"), "x @ W.T",
+             (("q", ("B", "T", h * d)), ("k,v", ("B", "T", kv * d))), ("02",)),
+        Step("split_heads", phrase("split heads"), "view + transpose", (("q", q_heads), ("k,v", kv_heads)), ("03",)),
+        Step("qk_norm", phrase("q/k norm"), phrase("RMSNorm over D"), norm, ("02",)),
+        Step("rope", "RoPE", phrase("rotate by position"), (("q", q_heads), ("k", kv_heads)), ("06",)),
+        Step("cache", phrase("KV cache append"), "cat(cached, new)", (("k,v", ("B", kv, "S", d)),), ("07",)),
+        Step("repeat_kv", "repeat_kv (GQA)", phrase("copy kv x n_rep"), (("k,v", ("B", h, "S", d)),), ("04",)),
         Step("scores", "scores / sqrt(D)", "q @ k.T / sqrt(D)", (("scores", ("B", h, "T", "S")),), ("01", "08")),
-        Step("mask", "mask", "hide: min float", (("scores", ("B", h, "T", "S")),), ("05", "08")),
-        Step("softmax", "softmax", "softmax over S", (("weights", ("B", h, "T", "S")),), ("01", "08", "09")),
+        Step("mask", phrase("mask"), phrase("hide: min float"), (("scores", ("B", h, "T", "S")),), ("05", "08")),
+        Step("softmax", "softmax", phrase("softmax over S"), (("weights", ("B", h, "T", "S")),), ("01", "08", "09")),
         Step("weighted_sum", "weights @ v", "weights @ v", (("out", ("B", h, "T", d)),), ("01", "08")),
-        Step("merge_heads", "merge heads", "transpose+reshape", (("out", ("B", "T", h * d)),), ("03",)),
+        Step("merge_heads", phrase("merge heads"), "transpose+reshape", (("out", ("B", "T", h * d)),), ("03",)),
         Step("o_proj", "o_proj", "out @ W_o.T", (("y", ("B", "T", c)),), ("03",)),
     ]
 
@@ -98,27 +104,30 @@ def block_rows(config: MiniMindConfig) -> list[Step]:
     c, v, f = config.hidden_size, config.vocab_size, config.intermediate_size
     h, kv, d = config.num_attention_heads, config.num_key_value_heads, config.head_dim
     hidden = (("h", ("B", "T", c)),)
-    tied = "= embedding.T" if config.tie_word_embeddings else "own weights"
+    tied = "= embedding.T" if config.tie_word_embeddings else phrase("own weights")
     return [
-        Step("ids", "token ids", "", (("ids", ("B", "T")),), ()),
-        Step("embed", "embedding", "table lookup", hidden, (), f"{v}x{c}"),
-        Step("layer.norm1", "RMSNorm", "per token", hidden, ()),
-        Step("layer.attention", "attention", "next map", hidden,
+        Step("ids", phrase("token ids"), "", (("ids", ("B", "T")),), ()),
+        Step("embed", phrase("embedding"), phrase("table lookup"), hidden, (), f"{v}x{c}"),
+        Step("layer.norm1", "RMSNorm", phrase("per token"), hidden, ()),
+        Step("layer.attention", phrase("attention"), phrase("next map"), hidden,
              ("01", "02", "03", "04", "05", "06", "07", "08", "09"), f"{h}q/{kv}kv x {d}"),
-        Step("layer.residual1", "+ residual", "h + attention(...)", hidden, ()),
-        Step("layer.norm2", "RMSNorm", "per token", hidden, ()),
-        Step("layer.ffn", "feed-forward", "SwiGLU", hidden, (), f"width {f}"),
-        Step("layer.residual2", "+ residual", "h + ffn(...)", hidden, ()),
-        Step("norm", "final RMSNorm", "per token", hidden, ()),
-        Step("lm_head", "LM head", tied, (("logits", ("B", "T", v)),), ()),
+        Step("layer.residual1", phrase("+ residual"), "h + attention(...)", hidden, ()),
+        Step("layer.norm2", "RMSNorm", phrase("per token"), hidden, ()),
+        Step("layer.ffn", phrase("feed-forward"), "SwiGLU", hidden, (), f"width {f}"),
+        Step("layer.residual2", phrase("+ residual"), "h + ffn(...)", hidden, ()),
+        Step("norm", phrase("final RMSNorm"), phrase("per token"), hidden, ()),
+        Step("lm_head", phrase("LM head"), tied, (("logits", ("B", "T", v)),), ()),
     ]
 
 
 def _shape_text(step: Step) -> str:
     if not step.tensors:
-        return "(not in this model)"
+        return figure_tr(phrase("(not in this model)"))
     text = " ".join(f"{name} [{','.join(str(n) for n in shape)}]" for name, shape in step.tensors)
-    return f"{text} ({step.detail})" if step.detail else text
+    detail = step.detail
+    if detail.startswith("width "):  # the feed-forward's width: a word and a number
+        detail = figure_tr(phrase("width {width}"), width=detail.removeprefix("width "))
+    return f"{text} ({detail})" if detail else text
 
 
 def _check_module(module: str | int | None) -> str | None:
@@ -155,9 +164,10 @@ def _draw(title: str, columns: list[str], rows: list[Step], per_config: list[lis
     module_x = FIGSIZE[0] - 0.25
     ax.text(0.15, FIGSIZE[1] - 0.3, title, fontsize=FONT_PT + 2, weight="bold", va="center")
     header_y = FIGSIZE[1] - 0.72
-    for x, label in zip([code_x, *shape_xs], ["what it does", *columns], strict=True):
+    for x, label in zip([code_x, *shape_xs], [figure_tr(phrase("what it does")), *columns], strict=True):
         ax.text(x, header_y, label, fontsize=FONT_PT, weight="bold", va="center")
-    ax.text(module_x, header_y, "module", fontsize=FONT_PT, weight="bold", va="center", ha="right")
+    ax.text(module_x, header_y, figure_tr(phrase("module")), fontsize=FONT_PT, weight="bold", va="center",
+            ha="right")
     layer_rows = [i for i, row in enumerate(rows) if row.key.startswith("layer.")]
     for i, row in enumerate(rows):
         y = top - (i + 0.5) * pitch
@@ -168,13 +178,14 @@ def _draw(title: str, columns: list[str], rows: list[Step], per_config: list[lis
                                     edgecolor="#333333" if here is not False else "#aaaaaa", linewidth=1.2))
         weight = "bold" if here else "normal"
         ink = "#111111" if here is not False else "#777777"
-        ax.text(box_x + box_w / 2, y, row.name, fontsize=FONT_PT, ha="center", va="center", weight=weight, color=ink)
+        ax.text(box_x + box_w / 2, y, figure_tr(row.name), fontsize=FONT_PT, ha="center", va="center", weight=weight,
+                color=ink)
         if i:
             ax.annotate("", (box_x + box_w / 2, y + 0.36 * pitch + 0.02),
                         (box_x + box_w / 2, y + 0.64 * pitch - 0.02),
                         arrowprops={"arrowstyle": "-|>", "color": "#555555", "lw": 1.0})
         codes = {cfg[i].code for cfg in per_config}
-        code = row.code if len(codes) == 1 else "see shapes"
+        code = figure_tr(row.code) if len(codes) == 1 else figure_tr(phrase("see shapes"))
         ax.text(code_x, y, code, fontsize=FONT_PT, va="center", family="monospace", color=ink)
         for x, cfg in zip(shape_xs, per_config, strict=True):
             ax.text(x, y, _shape_text(cfg[i]), fontsize=FONT_PT, va="center", family="monospace",
@@ -186,8 +197,10 @@ def _draw(title: str, columns: list[str], rows: list[Step], per_config: list[lis
         y0, y1 = top - layer_rows[0] * pitch, top - (layer_rows[-1] + 1) * pitch
         ax.plot([0.42, 0.3, 0.3, 0.42], [y0, y0, y1, y1], color="#333333", lw=1.5)
         ax.text(0.16, (y0 + y1) / 2, repeat, fontsize=FONT_PT, rotation=90, va="center", ha="center", weight="bold")
-    ax.text(0.15, 0.22, "B batch, T new tokens, S keys seen (cached + T), D head size; "
-            "shapes read from minimind_ref's configs", fontsize=FONT_PT, va="center", color="#444444")
+    ax.text(0.15, 0.22, figure_tr(phrase("B batch, T new tokens, S keys seen (cached + T), D head size; "
+                                         "shapes read from minimind_ref's configs")),
+            fontsize=FONT_PT, va="center", color="#444444")
+    use_chinese_font(fig)
     return fig
 
 
@@ -201,12 +214,18 @@ def map_figures(module: str | int | None = None, config: MiniMindConfig | None =
     blocks = [block_rows(cfg) for _, cfg in configs]
     passes = [forward_steps(cfg) for _, cfg in configs]
     layers = {cfg.num_hidden_layers for _, cfg in configs}
-    repeat = f"x {layers.pop()} layers" if len(layers) == 1 else "x N layers"
-    where = ""
+    repeat = (figure_tr(phrase("x {count} layers"), count=layers.pop()) if len(layers) == 1
+              else figure_tr(phrase("x N layers")))
     if number and number != "00":
-        where = f": you are here, module {number} ({PLANNED_MODULES[number][1]})"
-    return [_draw(f"MiniMind's decoder{where}", names, blocks[0], blocks, number, repeat),
-            _draw(f"Attention, step by step{where}", names, passes[0], passes, number, None)]
+        module, title = number, figure_tr(PLANNED_MODULES[number][1])
+        titles = (figure_tr(phrase("MiniMind's decoder: you are here, module {module} ({title})"), module=module,
+                            title=title),
+                  figure_tr(phrase("Attention, step by step: you are here, module {module} ({title})"),
+                            module=module, title=title))
+    else:
+        titles = (figure_tr(phrase("MiniMind's decoder")), figure_tr(phrase("Attention, step by step")))
+    return [_draw(titles[0], names, blocks[0], blocks, number, repeat),
+            _draw(titles[1], names, passes[0], passes, number, None)]
 
 
 def show_map(module: str | int | None = None, config: MiniMindConfig | None = None) -> None:

@@ -19,6 +19,9 @@ order their events arrive in (`redraw`), and the figure's title names the select
 Every widget is an attribute (`prompt`, `layer`, `head`, `query`, `top_k`), so code and tests
 can drive it as a learner would; `figure` is the latest figure, `drawn_state` the state it was
 drawn from, and `top_keys_text` the latest top-keys text.
+
+Its labels and texts are in the current language (labkit.i18n); the figure's titles too, where a
+font can draw them (`labkit.figures.figure_tr`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
 
+from .figures import figure_tr, use_chinese_font
 from .heatmaps import show_heatmaps
+from .i18n import phrase, tr
 from .widgets import show_in
 
 __all__ = ["AttentionExplorer", "explore", "top_keys"]
@@ -64,15 +69,15 @@ class AttentionExplorer(widgets.VBox):
         config = model.config
         self.model, self.tokenizer, self.max_tokens = model, tokenizer, max_tokens
         self.num_layers, self.num_heads = config.num_hidden_layers, config.num_attention_heads
-        self.prompt = widgets.Text(value=prompt, description="prompt", continuous_update=False,
+        self.prompt = widgets.Text(value=prompt, description=tr("prompt"), continuous_update=False,
                                    layout=widgets.Layout(width="60%"))
-        layer_options = [("all layers", ALL)] + [(f"layer {i}", i) for i in range(self.num_layers)]
+        layer_options = [(tr("all layers"), ALL)] + [(tr("layer {index}", index=i), i) for i in range(self.num_layers)]
         self.layer = widgets.Dropdown(options=layer_options,
-                                      value=layer, description="layer")
-        self.head = widgets.Dropdown(options=[("all heads", ALL)] + [(f"head {i}", i) for i in range(self.num_heads)],
-                                     value=head, description="head")
-        self.query = widgets.IntSlider(value=0, min=0, max=0, description="query", continuous_update=False)
-        self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=10, description="top keys",
+                                      value=layer, description=tr("layer"))
+        head_options = [(tr("all heads"), ALL)] + [(tr("head {index}", index=i), i) for i in range(self.num_heads)]
+        self.head = widgets.Dropdown(options=head_options, value=head, description=tr("head"))
+        self.query = widgets.IntSlider(value=0, min=0, max=0, description=tr("query"), continuous_update=False)
+        self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=10, description=tr("top keys"),
                                             layout=widgets.Layout(width="160px"))
         self.output = widgets.Output()
         self.top_keys_html = widgets.HTML()
@@ -108,12 +113,21 @@ class AttentionExplorer(widgets.VBox):
         if self.figure is not None:
             self.redraw()
 
-    def selection(self) -> tuple[torch.Tensor, list[str]]:
-        """The maps chosen by the menus, in show_heatmaps' layout, and one title per map."""
+    def _chosen(self) -> tuple[list[int], list[int]]:
         layers = range(self.num_layers) if self.layer.value == ALL else [self.layer.value]
         heads = range(self.num_heads) if self.head.value == ALL else [self.head.value]
-        maps = self.weights[list(layers)][:, list(heads)]  # [l, h, T, T]
-        titles = [f"layer {l}, head {h}" for l in layers for h in heads]
+        return list(layers), list(heads)
+
+    def _map_titles(self, translate=figure_tr) -> list[str]:
+        """One title per map chosen: on the figure (`figure_tr`), or in the text below it (`tr`)."""
+        layers, heads = self._chosen()
+        return [translate(phrase("layer {layer}, head {head}"), layer=l, head=h) for l in layers for h in heads]
+
+    def selection(self) -> tuple[torch.Tensor, list[str]]:
+        """The maps chosen by the menus, in show_heatmaps' layout, and one title per map."""
+        layers, heads = self._chosen()
+        maps = self.weights[layers][:, heads]  # [l, h, T, T]
+        titles = self._map_titles()
         if self.layer.value != ALL:
             maps = maps[0]  # [h, T, T]: a row of maps
         elif self.head.value != ALL:
@@ -131,9 +145,12 @@ class AttentionExplorer(widgets.VBox):
     def title(self) -> str:
         """The figure's title: the selection it shows, so that a figure can be checked against the
         controls (and a stale one would be seen)."""
-        layer = "all layers" if self.layer.value == ALL else f"layer {self.layer.value}"
-        head = "all heads" if self.head.value == ALL else f"head {self.head.value}"
-        return f"{layer}, {head}: query {self.query.value} ({self.labels[self.query.value]}) outlined in red"
+        layer = (figure_tr(phrase("all layers")) if self.layer.value == ALL
+                 else figure_tr(phrase("layer {index}"), index=self.layer.value))
+        head = (figure_tr(phrase("all heads")) if self.head.value == ALL
+                else figure_tr(phrase("head {index}"), index=self.head.value))
+        return figure_tr(phrase("{layer}, {head}: query {query} ({token}) outlined in red"), layer=layer, head=head,
+                         query=self.query.value, token=self.labels[self.query.value])
 
     def redraw(self) -> None:
         """Draw the latest state. A change that arrives while a figure is being drawn (a front end
@@ -160,15 +177,17 @@ class AttentionExplorer(widgets.VBox):
     def _draw(self) -> None:
         maps, titles = self.selection()
         query = self.query.value
-        self.top_keys_text = self._describe_query(maps, titles, query)
+        self.top_keys_text = self._describe_query(maps, self._map_titles(tr), query)
         if self.figure is not None:
             plt.close(self.figure)
         self.figure = show_heatmaps(maps, x_labels=self.labels, titles=titles if len(titles) > 1 else titles[0],
-                                    suptitle=self.title())
+                                    suptitle=self.title(), xlabel=figure_tr(phrase("key")),
+                                    ylabel=figure_tr(phrase("query")))
         for ax in self.figure.axes:
             if ax.images:  # the maps, not the colour bar
                 ax.add_patch(Rectangle((-0.5, query - 0.5), len(self.labels), 1.0, fill=False,
                                        edgecolor="red", linewidth=1.5))
+        use_chinese_font(self.figure)
 
     def _show(self) -> None:
         """Put the figure in the output area, written into the widget's state (interact.py says
@@ -182,10 +201,11 @@ class AttentionExplorer(widgets.VBox):
 
     def _describe_query(self, maps: torch.Tensor, titles: list[str], query: int) -> str:
         rows = maps.reshape(-1, *maps.shape[-2:])[:, query]  # [maps, S]: the query's row in each map
-        lines = [f"query {query} {self.labels[query]!r}: the {self.top_k.value} keys it weighs most"]
+        lines = [tr("query {query} {token}: the {count} keys it weighs most", query=query,
+                    token=repr(self.labels[query]), count=self.top_k.value)]
         for title, row in zip(titles, rows):
             keys = ", ".join(f"{p} {label!r} {w:.2f}" for p, label, w in top_keys(row, self.labels, self.top_k.value))
-            lines.append(f"  {title}: {keys}")
+            lines.append("  " + tr("{title}: {top}", title=title, top=keys))
         return "\n".join(lines)
 
 

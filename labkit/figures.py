@@ -8,11 +8,65 @@ with `show_figures_inline()`, which undoes exactly that case and nothing else.
 
 `readable_ticks` gives log axes and large numbers plain tick labels; the experiment scaffold
 applies it to every figure it saves, so a script's plot reads right without asking.
+
+`figure_tr` and `use_chinese_font` put the Chinese edition's words on a figure only where they can
+be drawn: matplotlib's own fonts have no Chinese characters, so a label is translated when a font
+with them is installed (Noto Sans CJK, Source Han Sans, WenQuanYi, PingFang, Microsoft YaHei, ...)
+and stays English otherwise, rather than showing empty boxes.
 """
 
 from __future__ import annotations
 
-__all__ = ["show_figures_inline", "plain_number", "readable_ticks"]
+import logging
+import re
+from functools import cache
+
+from .i18n import language, tr
+
+__all__ = ["chinese_font", "figure_tr", "show_figures_inline", "plain_number", "readable_ticks",
+           "use_chinese_font"]
+
+# Fonts with Chinese characters that a learner's machine is likely to have, most likely first.
+CHINESE_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
+                 "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback", "PingFang SC",
+                 "Hiragino Sans GB", "Heiti SC", "STHeiti", "Songti SC", "Microsoft YaHei", "SimHei",
+                 "DengXian", "SimSun", "Noto Sans CJK JP", "Arial Unicode MS")
+_CHINESE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]")
+
+
+@cache
+def chinese_font() -> str | None:
+    """The name of an installed font that can draw Chinese, or None."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in CHINESE_FONTS if name in installed), None)
+
+
+def figure_tr(text: str, /, **fields: object) -> str:
+    """`tr` for a text drawn on a figure: the current language where a font can draw it (Chinese
+    needs `chinese_font()`), else English. Mark the literal for the catalog with `phrase`:
+    `figure_tr(phrase("layer {index}"), index=2)`."""
+    if language() == "en" or chinese_font() is not None:
+        return tr(text, **fields)
+    return text.format(**fields) if fields else text
+
+
+def use_chinese_font(figure) -> None:
+    """Draw every text of `figure` that holds Chinese characters with `chinese_font()` for them (its
+    own family first, so Latin letters, digits and code keep their font). Nothing without one."""
+    from matplotlib.text import Text
+
+    font = chinese_font()
+    if font is None:
+        return
+    # A Chinese font often comes in one weight; matplotlib would log, below the learner's cell, that
+    # it draws a bold label in that weight.
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    for text in figure.findobj(Text):
+        if _CHINESE.search(text.get_text()):
+            family = [name for name in text.get_fontfamily() if name != font]
+            text.set_fontfamily([*family, font])
 
 
 def show_figures_inline() -> bool:

@@ -21,6 +21,10 @@ The learner's copies (workspace/, `labkit/course/student.py`) clear the stored o
 prediction, so the result is not on the page before the learner has guessed. A run without a
 learner (the tests, the answer book) has no prediction; reveal then shows the result and the
 lesson of the right answer.
+
+In the Chinese edition the question, the choices, the unit and the `why` texts (the notebook's own,
+translated in its catalog) and every line of this file are shown through `tr`; the answer is kept
+and compared as the English choice, so the notebook's code is the same in both languages.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .i18n import tr
+
 __all__ = ["Prediction", "predict"]
 
 
@@ -38,7 +44,8 @@ class Prediction:
 
     def __init__(self, question: str, choices: Sequence[str] | None, number: bool, unit: str,
                  answer: Any):
-        self.question, self.unit = question, unit
+        self._written = question  # as the notebook's code writes it: the key of its translation
+        self.question, self.unit = question.strip(), unit
         self.choices = None if choices is None else [str(choice) for choice in choices]
         self.number = number
         self.answer = None
@@ -49,6 +56,9 @@ class Prediction:
     def commit(self, answer: Any) -> None:
         """Record the learner's answer: one of the choices, or a number."""
         if self.choices is not None:
+            shown = {tr(choice): choice for choice in self.choices}
+            if str(answer) not in self.choices and str(answer) in shown:
+                answer = shown[str(answer)]  # the choice as the learner reads it, in their language
             if str(answer) not in self.choices:
                 raise ValueError(f"predict(answer={answer!r}): pick one of the choices, written as "
                                  f"shown: {', '.join(repr(c) for c in self.choices)}.")
@@ -61,24 +71,30 @@ class Prediction:
     # ---------------------------------------------------------------------------------- asking
 
     def _text(self) -> str:
-        lines = [f"Predict: {self.question}"]
+        lines = [tr("Predict: {question}", question=self._question())]
         if self.choices is not None:
-            lines += [f"  ({chr(ord('a') + i)}) {choice}" for i, choice in enumerate(self.choices)]
-            how = "Choose in the widget and press Commit"
+            lines += [f"  ({chr(ord('a') + i)}) {tr(choice)}" for i, choice in enumerate(self.choices)]
+            lines.append(tr("Choose in the widget and press Commit (or pass answer=... to predict()); then run "
+                            "the next cell."))
         else:
-            how = "Type a number in the widget and press Commit"
-        lines.append(f"{how} (or pass answer=... to predict()); then run the next cell.")
+            lines.append(tr("Type a number in the widget and press Commit (or pass answer=... to predict()); "
+                            "then run the next cell."))
         return "\n".join(lines)
+
+    def _question(self) -> str:
+        """The question as the learner reads it (the notebook's catalog holds it as written)."""
+        return tr(self._written).strip() or self.question
 
     def _widget(self):
         import ipywidgets as widgets
 
         if self.choices is not None:
-            field = widgets.RadioButtons(options=self.choices, value=None, layout=widgets.Layout(width="auto"))
+            field = widgets.RadioButtons(options=[(tr(choice), choice) for choice in self.choices], value=None,
+                                         layout=widgets.Layout(width="auto"))
         else:
-            field = widgets.Text(placeholder="a number, e.g. 12 or 0.5", description=self.unit or "",
-                                 layout=widgets.Layout(width="18em"))
-        button = widgets.Button(description="Commit", button_style="primary")
+            field = widgets.Text(placeholder=tr("a number, e.g. 12 or 0.5"),
+                                 description=tr(self.unit) if self.unit else "", layout=widgets.Layout(width="18em"))
+        button = widgets.Button(description=tr("Commit"), button_style="primary")
         status = widgets.HTML("")
 
         def commit(_button=None) -> None:
@@ -89,14 +105,16 @@ class Prediction:
                 except ValueError:
                     value = None
             if value is None:
-                status.value = "Choose an answer first." if self.choices else "Type a number first."
+                status.value = tr("Choose an answer first.") if self.choices else tr("Type a number first.")
                 return
             self.commit(value)
             field.disabled = button.disabled = True
-            status.value = f"Committed: <b>{html.escape(self._shown(self.answer))}</b>. Now run the next cell."
+            status.value = tr("Committed: <b>{answer}</b>. Now run the next cell.",
+                              answer=html.escape(self._shown(self.answer)))
 
         button.on_click(commit)
-        return widgets.VBox([widgets.HTML(f"<b>Predict:</b> {html.escape(self.question)}"), field,
+        return widgets.VBox([widgets.HTML(tr("<b>Predict:</b> {question}", question=html.escape(self._question()))),
+                             field,
                              widgets.HBox([button, status])])
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # noqa: ARG002 (IPython's signature)
@@ -117,13 +135,14 @@ class Prediction:
     # ------------------------------------------------------------------------------- revealing
 
     def _shown(self, value: Any) -> str:
+        """A choice or a number as the learner reads it: the choice translated, the number with its unit."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return str(value)
+            return tr(str(value))
         if isinstance(value, int) or float(value).is_integer() and abs(value) < 1e15:
             text = f"{int(value):,}"
         else:
             text = f"{value:.3g}"
-        return f"{text} {self.unit}".strip()
+        return f"{text} {tr(self.unit) if self.unit else ''}".strip()
 
     def reveal(self, result: Any, why: Mapping[str, str] | None = None, rel: float = 0.1) -> None:
         """Print the prediction beside the result and what the prediction shows. Returns nothing, so
@@ -138,26 +157,39 @@ class Prediction:
         if self.choices is not None and str(result) not in self.choices:
             raise ValueError(f"reveal({result!r}): the result must be one of the choices: "
                              f"{', '.join(repr(c) for c in self.choices)}.")
-        lines = [f"The result: {self._shown(result)}."]
+        lines = [tr("The result: {result}.", result=self._shown(result))]
         if self.answer is None:
-            lines.insert(0, "No prediction was committed (the widget above, or answer=...).")
+            lines.insert(0, tr("No prediction was committed (the widget above, or answer=...)."))
             right, key = False, (str(result) if self.choices is not None else "right")
         elif self.choices is not None:
             right = self.answer == str(result)
             key = self.answer
-            lines.insert(0, f"Your prediction: {self.answer}." + (" Right." if right else " Not quite."))
+            lines.insert(0, tr("Your prediction: {answer}. Right.", answer=self._shown(self.answer)) if right
+                         else tr("Your prediction: {answer}. Not quite.", answer=self._shown(self.answer)))
         else:
             right = abs(self.answer - result) <= rel * abs(result)
             key = "right" if right else ("low" if self.answer < result else "high")
-            verdict = "Right" if right else f"Too {key}"
-            if not right and self.answer and result and (self.answer > 0) == (result > 0):
-                ratio = max(self.answer / result, result / self.answer)
-                verdict += f", by a factor of {ratio:.3g}"
-            lines.insert(0, f"Your prediction: {self._shown(self.answer)}. {verdict}.")
+            lines.insert(0, self._verdict(right, key, result))
         if why.get(key):
-            lines.append(why[key])
+            lines.append(tr(why[key]))
         print("\n".join(lines))
         self.right = right if self.answer is not None else None
+
+
+    def _verdict(self, right: bool, key: str, result: float) -> str:
+        """The first line of a numeric reveal: right, or too low or high (by what factor, when both
+        numbers have the same sign)."""
+        answer = self._shown(self.answer)
+        if right:
+            return tr("Your prediction: {answer}. Right.", answer=answer)
+        if self.answer and result and (self.answer > 0) == (result > 0):
+            ratio = f"{max(self.answer / result, result / self.answer):.3g}"
+            if key == "low":
+                return tr("Your prediction: {answer}. Too low, by a factor of {ratio}.", answer=answer, ratio=ratio)
+            return tr("Your prediction: {answer}. Too high, by a factor of {ratio}.", answer=answer, ratio=ratio)
+        if key == "low":
+            return tr("Your prediction: {answer}. Too low.", answer=answer)
+        return tr("Your prediction: {answer}. Too high.", answer=answer)
 
 
 def predict(question: str, choices: Sequence[str] | None = None, *, number: bool = False,
@@ -173,7 +205,7 @@ def predict(question: str, choices: Sequence[str] | None = None, *, number: bool
         raise TypeError("predict() needs either choices=[...] (a few strings) or number=True.")
     if choices is not None and (isinstance(choices, str) or len(choices) < 2):
         raise TypeError("predict(choices=...) must be a list of at least two answers to choose from.")
-    prediction = Prediction(question.strip(), choices, number, unit, answer)
+    prediction = Prediction(question, choices, number, unit, answer)
     try:
         from IPython import get_ipython
         from IPython.display import display

@@ -18,6 +18,9 @@ echoed each moved output back to the kernel on the socket where it awaited the c
 could stall the run: notebook_runner.py.) Here the function's output is captured in the kernel and
 written straight into the widget's state: every front end sees one output, the widget, and the
 widget shows the function's output from the start.
+
+A control's label (its `description`, else its keyword's name) is shown through `tr`, so a Chinese
+notebook's catalog can translate it; what the function draws is the notebook's own.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from IPython.display import display
 from IPython.utils.capture import capture_output
 
 from .figures import show_figures_inline
+from .i18n import tr
 
 __all__ = ["Interactive", "interact", "show_in"]
 
@@ -76,7 +80,7 @@ class Interactive(widgets.VBox):
         self.function = function
         self.controls = {name: _control(control) for name, control in controls.items()}
         for name, control in self.controls.items():
-            control.description = control.description or name
+            control.description = tr(control.description or name)
         self.out = widgets.Output()
         self._running = self._stale = False
         self.shown_values: dict[str, Any] | None = None  # the values the output on show was drawn from

@@ -9,6 +9,11 @@ The rule, `Tries`: a first wrong answer is told it is not right, without the ans
 question's hint; the right answer and the explanation come with a right answer or a second wrong
 one. The score counts first tries only, so an answer sent again after it was shown never counts.
 Standard library only.
+
+Every text a learner reads is shown in the current language (labkit.i18n): the framing through
+`tr("...")`, and the quiz's own texts (question, choices, hint, explanation, unit) through `tr(text)`
+at the moment they are shown, so the Chinese edition grades with this one answer key. `shown(text)`
+is that translation, for the front ends.
 """
 
 from __future__ import annotations
@@ -20,10 +25,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labkit.i18n import language, phrase, tr
+from labkit.sentences import join_sentences
+
 _NUMBER = re.compile(
     r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d{1,3}(?:_\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_NUMBER_ADVICE = ("Type a number, such as 42, -3, 0.125, 1e-5 or 25,829,888 "
+_NUMBER_ADVICE = phrase("Type a number, such as 42, -3, 0.125, 1e-5 or 25,829,888 "
                   "(a point for decimals; commas only between groups of three digits)")
+
+
+def shown(text: str | None) -> str | None:
+    """A quiz's own text (title, description, question, choice, hint, explanation, unit) as the
+    learner reads it: translated from the quiz's catalog in the current language, else as written."""
+    return None if text is None else tr(text)
 
 
 @dataclass(frozen=True)
@@ -85,8 +99,9 @@ class Question:
         """
         if self.type == "single":
             chosen = self._index(response)
-            head = "Right!" if chosen == self.answer else f"Not quite: you chose {letter(chosen)}."
-            return Feedback(chosen == self.answer, f"{head} {self.answer_text()}\n{self.explanation}")
+            head = tr("Right!") if chosen == self.answer else tr("Not quite: you chose {letter}.",
+                                                                  letter=letter(chosen))
+            return self._revealed(chosen == self.answer, head)
         if self.type == "multiple":
             if isinstance(response, (str, bytes)) or not hasattr(response, "__iter__"):
                 raise ValueError(f"Question '{self.id}' takes a list of choice indices, such as "
@@ -94,18 +109,28 @@ class Question:
             chosen = {self._index(item) for item in response}
             missed = sorted(set(self.answer) - chosen)
             wrong = sorted(chosen - set(self.answer))
-            notes = []
-            if missed:
-                notes.append(f"you missed {_letters(missed)}")
+            clause = None
             if wrong:
-                notes.append(f"{_letters(wrong)} {'is' if len(wrong) == 1 else 'are'} not right")
-            head = f"Not quite: {', and '.join(notes)}." if notes else "Right!"
-            return Feedback(not notes, f"{head} {self.answer_text()}\n{self.explanation}")
+                clause = (tr("{letters} is not right", letters=_letters(wrong)) if len(wrong) == 1
+                          else tr("{letters} are not right", letters=_letters(wrong)))
+            if missed and wrong:
+                head = tr("Not quite: you missed {missed}, and {wrong}.", missed=_letters(missed), wrong=clause)
+            elif missed:
+                head = tr("Not quite: you missed {missed}.", missed=_letters(missed))
+            elif wrong:
+                head = tr("Not quite: {wrong}.", wrong=clause)
+            else:
+                head = tr("Right!")
+            return self._revealed(not (missed or wrong), head)
         if isinstance(response, bool) or not isinstance(response, numbers.Real) or not _finite(response):
             raise ValueError(f"Question '{self.id}' takes a finite number; got {response!r}.")
         correct = self.accepts(response)
-        head = "Right!" if correct else f"Not quite: you answered {format_number(response)}."
-        return Feedback(correct, f"{head} {self.answer_text()}\n{self.explanation}")
+        head = tr("Right!") if correct else tr("Not quite: you answered {number}.", number=format_number(response))
+        return self._revealed(correct, head)
+
+    def _revealed(self, correct: bool, head: str) -> Feedback:
+        """The verdict, the right answer, and the explanation on its own line."""
+        return Feedback(correct, f"{join_sentences(head, self.answer_text())}\n{shown(self.explanation)}")
 
     def accepts(self, value: float) -> bool:
         """|value - answer| <= tolerance. A value on the boundary counts even when binary floats
@@ -117,13 +142,15 @@ class Question:
         """The right answer as a sentence: "The answer is B: ...", "The answers are A and C.",
         "The answer is 786,432 parameters." (with the tolerance when it is not 0)."""
         if self.type == "single":
-            return f"The answer is {letter(self.answer)}: {self.choices[self.answer]}"
+            return tr("The answer is {letter}: {choice}", letter=letter(self.answer),
+                      choice=shown(self.choices[self.answer]))
         if self.type == "multiple":
-            return f"The answers are {_letters(self.answer)}."
-        text = format_number(self.answer) + (f" {self.unit}" if self.unit else "")
+            return tr("The answers are {letters}.", letters=_letters(self.answer))
+        text = format_number(self.answer) + (f" {shown(self.unit)}" if self.unit else "")
         if self.tolerance:
-            text += f" (anything within ±{format_number(self.tolerance)} counts)"
-        return f"The answer is {text}."
+            return tr("The answer is {number} (anything within ±{tolerance} counts).", number=text,
+                      tolerance=format_number(self.tolerance))
+        return tr("The answer is {number}.", number=text)
 
     def _index(self, response: Any) -> int:
         if (isinstance(response, bool) or not isinstance(response, numbers.Integral)
@@ -133,9 +160,10 @@ class Question:
         return int(response)
 
 
-NOT_RIGHT = "Not quite: that is not right yet."
-TRY_AGAIN = "Try once more; a second wrong answer shows the right one."
-SEEN = "(You have seen the answer: this try does not change your score.)"
+# The rule's words, shown through tr() in the current language.
+NOT_RIGHT = phrase("Not quite: that is not right yet.")
+TRY_AGAIN = phrase("Try once more; a second wrong answer shows the right one.")
+SEEN = phrase("(You have seen the answer: this try does not change your score.)")
 
 
 class Tries:
@@ -153,15 +181,16 @@ class Tries:
         the rule allows: the answer only after a right try or a second wrong one."""
         full = self.question.grade(response)
         if self.revealed:
-            return Feedback(full.correct, full.message.replace("\n", f" {SEEN}\n", 1))
+            verdict, _, explanation = full.message.partition("\n")
+            return Feedback(full.correct, f"{join_sentences(verdict, tr(SEEN))}\n{explanation}")
         self.count += 1
         if self.first_right is None:
             self.first_right = full.correct
         if full.correct or self.count >= 2:
             self.revealed = True
             return full
-        hint = f"\nHint: {self.question.hint}" if self.question.hint else ""
-        return Feedback(False, f"{NOT_RIGHT} {TRY_AGAIN}{hint}", revealed=False)
+        hint = "\n" + tr("Hint: {hint}", hint=shown(self.question.hint)) if self.question.hint else ""
+        return Feedback(False, join_sentences(tr(NOT_RIGHT), tr(TRY_AGAIN)) + hint, revealed=False)
 
 
 @dataclass(frozen=True)
@@ -190,7 +219,8 @@ class Score:
 
     def __str__(self) -> str:
         """"Score: 3 of 11 right on the first try, 5 answered", as the widget shows it."""
-        return f"Score: {self.right} of {self.total} right on the first try, {self.answered} answered"
+        return tr("Score: {right} of {total} right on the first try, {answered} answered", right=self.right,
+                  total=self.total, answered=self.answered)
 
 
 def letter(index: int) -> str:
@@ -207,9 +237,12 @@ def _finite(value: float) -> bool:
 
 
 def _letters(indices: Sequence[int]) -> str:
-    """"A", "A and C", "A, C and D"."""
+    """"A", "A and C", "A, C and D" (in Chinese "A、C 和 D")."""
     labels = [letter(i) for i in indices]
-    return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+    if len(labels) == 1:
+        return labels[0]
+    comma = "、" if language() == "zh-CN" else ", "
+    return tr("{some} and {last}", some=comma.join(labels[:-1]), last=labels[-1])
 
 
 def format_number(value: float) -> str:
@@ -237,35 +270,40 @@ def parse_response(question: Question, text: str) -> int | tuple[int, ...] | flo
     if question.type == "numeric":
         return _parse_number(question, given)
     count = len(question.choices)
-    span = "A or B" if count == 2 else f"A to {letter(count - 1)}"
+    span = tr("A or B") if count == 2 else tr("A to {last}", last=letter(count - 1))
     if question.type == "single":
         if re.fullmatch(r"[A-Za-z]", given) and ord(given.upper()) - ord("A") < count:
             return ord(given.upper()) - ord("A")
         if re.fullmatch(r"\d+", given):
-            raise ValueError(f"Type the letter of your choice, {span}, not its number.")
+            raise ValueError(tr("Type the letter of your choice, {span}, not its number.", span=span))
         if re.fullmatch(r"[A-Za-z]", given):
-            raise ValueError(f"There is no choice {given.upper()}: type one letter, {span}.")
-        raise ValueError(f"Type one letter, {span}.")
-    labels = re.sub(r"[\s,;]+", "", given).upper()
-    every = "A and B" if count == 2 else f"A to {letter(count - 1)}"
+            raise ValueError(tr("There is no choice {letter}: type one letter, {span}.", letter=given.upper(),
+                                span=span))
+        raise ValueError(tr("Type one letter, {span}.", span=span))
+    labels = re.sub(r"[\s,;，、；]+", "", given).upper()
+    every = tr("A and B") if count == 2 else tr("A to {last}", last=letter(count - 1))
     if labels and re.fullmatch(r"[A-Z]+", labels):
         out_of_range = sorted({c for c in labels if ord(c) - ord("A") >= count})
         if not out_of_range:
             return tuple(sorted({ord(c) - ord("A") for c in labels}))
-        raise ValueError(f"There is no choice {', '.join(out_of_range)}: the choices are {every}.")
-    raise ValueError(f"Type the letters of every answer that applies, such as A,C "
-                     f"(the choices are {every}).")
+        raise ValueError(tr("There is no choice {letters}: the choices are {every}.",
+                            letters=", ".join(out_of_range), every=every))
+    raise ValueError(tr("Type the letters of every answer that applies, such as A,C (the choices are {every}).",
+                        every=every))
 
 
 def _parse_number(question: Question, given: str) -> int | float:
     text = given.replace("\u2212", "-")  # a minus sign pasted from typeset text
-    unit = question.unit
-    if unit and text.lower().endswith(unit.lower()) and text[: -len(unit)].strip():
-        text = text[: -len(unit)].strip()
+    for unit in dict.fromkeys((question.unit, shown(question.unit))):  # the unit as written, or as shown
+        if unit and text.lower().endswith(unit.lower()) and text[: -len(unit)].strip():
+            text = text[: -len(unit)].strip()
+            break
     if not _NUMBER.fullmatch(text):
-        raise ValueError(f"{_NUMBER_ADVICE}." if not given else f"{_NUMBER_ADVICE}; got '{given}'.")
+        advice = tr(_NUMBER_ADVICE)
+        raise ValueError(tr("{advice}.", advice=advice) if not given
+                         else tr("{advice}; got '{given}'.", advice=advice, given=given))
     plain = text.replace(",", "").replace("_", "")
     if not math.isfinite(float(plain)):
-        raise ValueError(f"{given} is too large; type a finite number.")
+        raise ValueError(tr("{given} is too large; type a finite number.", given=given))
     return int(plain) if re.fullmatch(r"[+-]?\d+", plain) else float(plain)
 

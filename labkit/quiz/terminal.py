@@ -4,22 +4,25 @@ the authors' command behind `python -m labkit.quiz {check FILE... | schema}`."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import textwrap
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
+from labkit.i18n import language, phrase, tr
 from labkit.quiz.format import QUIZ_SCHEMA, QuizError, load_quiz
-from labkit.quiz.model import Feedback, Question, Quiz, Score, Tries, letter, parse_response
+from labkit.quiz.model import Feedback, Question, Quiz, Score, Tries, letter, parse_response, shown
 from labkit.quiz.plain_math import plain_text
 
 
 def _kind_note(question: Question, terminal: bool = False) -> str | None:
     if question.type == "multiple":
-        return "(choose all that apply, e.g. A,C)" if terminal else "(choose all that apply)"
+        return tr("(choose all that apply, e.g. A,C)") if terminal else tr("(choose all that apply)")
     if question.type == "numeric":
-        return f"(a number; unit: {question.unit})" if question.unit else "(a number)"
+        return tr("(a number; unit: {unit})", unit=shown(question.unit)) if question.unit else tr("(a number)")
     return None
 
 
@@ -27,18 +30,20 @@ def quiz_text(quiz: Quiz) -> str:
     """The questions as plain text, without answers: what a notebook stores beside the widget so
     that it still shows the quiz when read without a kernel. Deterministic, unwrapped."""
     count = len(quiz.questions)
-    lines = [f"Quiz: {quiz.title} ({count} question{'s' if count != 1 else ''})"]
+    title = shown(quiz.title)
+    lines = [tr("Quiz: {title} (1 question)", title=title) if count == 1
+             else tr("Quiz: {title} ({count} questions)", title=title, count=count)]
     if quiz.description:
-        lines.append(quiz.description)
+        lines.append(shown(quiz.description))
     for number, question in enumerate(quiz.questions, 1):
         note = _kind_note(question)
-        lines += ["", f"{number}. {question.question}" + (f" {note}" if note else "")]
-        lines += [f"   {letter(i)}. {choice}" for i, choice in enumerate(question.choices)]
+        lines += ["", f"{number}. {shown(question.question)}" + (f" {note}" if note else "")]
+        lines += [f"   {letter(i)}. {shown(choice)}" for i, choice in enumerate(question.choices)]
     return "\n".join(line.replace("\n", "\n   ") for line in lines)
 
 
 # One instruction a line, so that wrapping never leaves a key ("?") stranded at a line's end.
-_INSTRUCTIONS = ("Answer with a letter (B), letters (A,C) or a number, then press Enter.\n"
+_INSTRUCTIONS = phrase("Answer with a letter (B), letters (A,C) or a number, then press Enter.\n"
                  "A wrong answer gets a hint and a second try; then you see the answer.\n"
                  "Your score counts first tries. s or an empty line skips; q quits.")
 
@@ -60,26 +65,26 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
     quiz = path_or_quiz if isinstance(path_or_quiz, Quiz) else load_quiz(path_or_quiz)
     width = width or shutil.get_terminal_size((80, 24)).columns
 
+    wrap = _wrap_wide if language() == "zh-CN" else _wrap
+
     def say(text: str = "", indent: str = "", hanging: str | None = None) -> None:
         for paragraph in plain_text(text).split("\n"):
-            lines = textwrap.wrap(paragraph, width, initial_indent=indent,
-                                  subsequent_indent=hanging or indent, break_long_words=False,
-                                  break_on_hyphens=False)
-            for line in lines or [""]:
+            for line in wrap(paragraph, width, indent, hanging or indent) or [""]:
                 print_fn(line)
 
-    say(quiz.title)
-    say("=" * min(len(quiz.title), width))
+    title = shown(quiz.title)
+    say(title)
+    say("=" * min(_columns(title), width))
     if quiz.description:
-        say(quiz.description)
-    say(_INSTRUCTIONS)
+        say(shown(quiz.description))
+    say(tr(_INSTRUCTIONS))
     total, right, answered, skipped = len(quiz.questions), 0, 0, 0
     for number, question in enumerate(quiz.questions, 1):
         say()
-        say(f"Question {number} of {total}")
-        say(question.question)
+        say(tr("Question {number} of {total}", number=number, total=total))
+        say(shown(question.question))
         for index, choice in enumerate(question.choices):
-            say(f"{letter(index)}. {choice}", indent="  ", hanging="     ")
+            say(f"{letter(index)}. {shown(choice)}", indent="  ", hanging="     ")
         note = _kind_note(question, terminal=True)
         if note:
             say(note)
@@ -94,10 +99,10 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
         answered += tries.first_right is not None
         right += bool(tries.first_right)
         if outcome is None:
-            say(f"Stopped at question {number} of {total}.")
+            say(tr("Stopped at question {number} of {total}.", number=number, total=total))
             break
         if outcome == "skip":
-            say("Skipped.")
+            say(tr("Skipped."))
             skipped += tries.first_right is None
     score = Score(right, answered, total, skipped)
     say()
@@ -105,11 +110,44 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
     return score
 
 
+def _wrap(paragraph: str, width: int, indent: str, hanging: str) -> list[str]:
+    return textwrap.wrap(paragraph, width, initial_indent=indent, subsequent_indent=hanging,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _columns(text: str) -> int:
+    """How many terminal columns `text` takes: a Chinese character (East Asian wide) takes two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _wrap_wide(paragraph: str, width: int, indent: str, hanging: str) -> list[str]:
+    """Wrap text that mixes Chinese and Latin words by terminal columns: a line may break between two
+    Chinese characters or at a space, never inside a Latin word or number, and never before
+    closing punctuation (，。：；！？）、)."""
+    tokens = re.findall(r"\s+|[^\s\u2e80-\u9fff\uff00-\uffef\u3000-\u303f]+|.", paragraph)
+    lines, line = [], indent
+    for token in tokens:
+        if token.isspace():
+            if line.strip():
+                line += " "
+            continue
+        if _columns(line + token) <= width or not line.strip() or token in "，。：；！？）、”":
+            line += token
+            continue
+        lines.append(line.rstrip())
+        line = hanging + token
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
+
+
 def final_score(score: Score) -> str:
     """The last line of a terminal quiz: right on the first try, answered, skipped, and what was not
     reached."""
-    line = f"{score}, {score.skipped} skipped"
-    return line + (f", {score.not_reached} not reached." if score.not_reached else ".")
+    if score.not_reached:
+        return tr("{score}, {skipped} skipped, {not_reached} not reached.", score=score, skipped=score.skipped,
+                  not_reached=score.not_reached)
+    return tr("{score}, {skipped} skipped.", score=score, skipped=score.skipped)
 
 
 def _ask(question: Question, tries: Tries, input_fn: Callable[[str], str], print_fn: Callable[..., None],
@@ -118,7 +156,7 @@ def _ask(question: Question, tries: Tries, input_fn: Callable[[str], str], print
     None to stop."""
     while True:
         try:
-            text = input_fn("Your answer: ").strip()
+            text = input_fn(tr("Your answer: ")).strip()
         except (EOFError, KeyboardInterrupt):
             print_fn()  # the prompt left the cursor mid-line
             return None

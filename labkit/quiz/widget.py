@@ -27,7 +27,9 @@ from pathlib import Path
 import ipywidgets as widgets
 from IPython.display import display
 
+from labkit.i18n import language, tr
 from labkit.quiz import Feedback, Question, Quiz, Score, Tries, letter, load_quiz, parse_response, quiz_text
+from labkit.quiz.model import shown
 from labkit.syllabus import ROOT_ENV, CourseError, _holds_a_module, find_course_root, get_module, quiz_path
 
 _RIGHT, _WRONG = "#1a7f37", "#b35900"  # green and orange: readable on light and dark themes
@@ -72,11 +74,11 @@ class _QuestionView:
         self.question, self.on_first_try = question, on_first_try
         self.tries = Tries(question)
         parts: list[widgets.Widget] = [
-            widgets.HTML(f"<b>Question {number} of {total}</b>"),
-            widgets.HTMLMath(markup(question.question)),
+            widgets.HTML(f"<b>{html.escape(tr('Question {number} of {total}', number=number, total=total))}</b>"),
+            widgets.HTMLMath(markup(shown(question.question))),
         ]
         parts += self._answer_widgets()
-        self.check_button = widgets.Button(description="Check", button_style="primary")
+        self.check_button = widgets.Button(description=tr("Check"), button_style="primary")
         self.check_button.on_click(self.check)
         self.feedback = widgets.HTMLMath("")
         parts += [widgets.HBox([self.check_button]), self.feedback]
@@ -84,9 +86,10 @@ class _QuestionView:
 
     def _answer_widgets(self) -> list[widgets.Widget]:
         q = self.question
-        labels = [f"{letter(i)}. {choice}" for i, choice in enumerate(q.choices)]
+        choices = [shown(choice) for choice in q.choices]
+        labels = [f"{letter(i)}. {choice}" for i, choice in enumerate(choices)]
         if q.type == "single":
-            if any(_has_markup(choice) for choice in q.choices):
+            if any(_has_markup(choice) for choice in choices):
                 # Radio labels are plain text (no MathJax): show the choices typeset, pick by letter.
                 listed = widgets.HTMLMath("<br>".join(markup(label) for label in labels))
                 self.input = widgets.RadioButtons(
@@ -103,21 +106,21 @@ class _QuestionView:
                                  indent=False, layout=widgets.Layout(width="auto"))
                 for label in labels])
             return [self.input]
-        self.input = widgets.Text(placeholder="a number, e.g. 42, 0.125, 1e-5 or 25,829,888",
+        self.input = widgets.Text(placeholder=tr("a number, e.g. 42, 0.125, 1e-5 or 25,829,888"),
                                   layout=widgets.Layout(width="22em"))
-        return [widgets.HBox([self.input] + ([widgets.Label(q.unit)] if q.unit else []))]
+        return [widgets.HBox([self.input] + ([widgets.Label(shown(q.unit))] if q.unit else []))]
 
     def response(self):
         """The learner's answer as `Question.grade` takes it; ValueError says what is missing."""
         q = self.question
         if q.type == "single":
             if self.input.value is None:
-                raise ValueError("Choose an answer first.")
+                raise ValueError(tr("Choose an answer first."))
             return self.input.value
         if q.type == "multiple":
             chosen = [i for i, box in enumerate(self.input.children) if box.value]
             if not chosen:
-                raise ValueError("Tick every answer that applies first.")
+                raise ValueError(tr("Tick every answer that applies first."))
             return chosen
         return parse_response(q, self.input.value)
 
@@ -151,9 +154,9 @@ def quiz_widget(quiz: Quiz) -> widgets.VBox:
         return record
 
     show_score()
-    head = f"<h3>{html.escape(quiz.title)}</h3>"
+    head = f"<h3>{html.escape(shown(quiz.title))}</h3>"
     if quiz.description:
-        head += f"<p>{markup(quiz.description)}</p>"
+        head += f"<p>{markup(shown(quiz.description))}</p>"
     views = [_QuestionView(q, n, total, recorder(n)) for n, q in enumerate(quiz.questions, 1)]
     return widgets.VBox([widgets.HTMLMath(head), *(view.box for view in views), score])
 
@@ -212,8 +215,12 @@ def quiz_bundle(quiz: Quiz, widget: widgets.Widget) -> dict:
     richest form it knows); one without (a code host, a notebook viewer) shows the HTML or the text,
     which are deterministic, so strict nbval can compare the text."""
     number = re.match(r"(\d\d)_", quiz.module)
-    where = ("Answer in the quiz widget (it needs a running kernel)"
-             + (f", or in a terminal: make quiz M={number.group(1)}" if number else "") + ".")
+    if number:
+        lang = " LANG=zh-CN" if language() == "zh-CN" else ""
+        where = tr("Answer in the quiz widget (it needs a running kernel), or in a terminal: {command}.",
+                   command=f"make quiz M={number.group(1)}{lang}")
+    else:
+        where = tr("Answer in the quiz widget (it needs a running kernel).")
     text = f"{quiz_text(quiz)}\n\n{where}"
     bundle = widget._repr_mimebundle_()
     bundle["text/plain"] = text
