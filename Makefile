@@ -15,8 +15,8 @@ STAMP := $(VENV)/.installed
 # The Python that creates .venv: python3.11 (what the course pins), else python3 (3.10 or newer).
 PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),$(shell command -v python3 2>/dev/null),python3)
 # LANG=zh-CN asks for the Chinese edition (简体中文), and so does a Chinese locale (zh_CN.UTF-8); LANG=en for
-# English. The targets that show the learner something pass it on as --lang.
-EDITION := $(if $(filter zh%,$(LANG)),zh-CN,en)
+# English; ATTENTION_LAB_LANG, when set, decides. The targets that show the learner something pass it on as --lang.
+EDITION := $(or $(ATTENTION_LAB_LANG),$(if $(filter zh%,$(LANG)),zh-CN,en))
 CLI := $(PY) -m labkit.course --lang $(EDITION)
 ZH_FOLDER := $(if $(filter zh-CN,$(EDITION)),/zh-CN)
 # Module checks run before .venv exists, so they use .venv's Python only once it is there.

@@ -36,7 +36,8 @@ PREAMBLE = {
     "glossary": ("<!-- The Chinese of docs/glossary.json's glosses and module titles (the terms' Chinese is the "
                  "JSON's zh). docs/glossary.zh-CN.md is built from it: make translations. -->"),
     "labkit": ("<!-- The Chinese of labkit's messages: every literal passed to tr() or phrase() in labkit/. "
-               "Keep each {field} as it is. -->"),
+               "Keep each {field} as it is; a block's first and last newlines are not kept, so a "
+               "template neither starts nor ends with one. -->"),
 }
 
 

@@ -2,7 +2,7 @@
 
 - a notebook: every Markdown cell, and every text its code shows the learner: the question, choices
   and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and `check(..., explain=,
-  hint=)`;
+  hint=)`, and the `description=` of a widget;
 - a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
 - the glossary: each term's gloss, and the module titles its page groups them under;
 - labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
@@ -59,7 +59,9 @@ def code_texts(source: str) -> list[tuple[str, str]]:
         elif name == "reveal" and isinstance(keywords.get("why"), ast.Dict):
             for value in keywords["why"].values:
                 add(value, "reveal why")
-        elif name == "check":
+        if "description" in keywords:  # a widget's label (labkit.widgets passes it through tr)
+            add(keywords["description"], "widget label")
+        if name == "check":
             add(keywords.get("explain"), "check explain")
             add(keywords.get("hint"), "check hint")
     return [(what, text) for _, _, what, text in sorted(found)]

@@ -308,12 +308,12 @@ def test_predict_shows_the_translated_question_and_keeps_the_english_answer(monk
         assert capsys.readouterr().out.splitlines() == ["你的预测：键的个数。不太对。", "结果：1。", "那是归一化之前。"]
         typed = predict(QUESTION, choices=CHOICES, answer="键的个数")
         assert typed.answer == "the number of keys", "a choice written as shown counts as that choice"
-        untranslated = predict("A question nobody translated?", number=True, unit="bytes")
+        untranslated = predict("A question nobody translated?", number=True, unit="furlongs")
         assert untranslated._text().splitlines()[0] == "预测：A question nobody translated?"
         capsys.readouterr()
         untranslated.commit(2048)
         untranslated.reveal(4096)
-        assert capsys.readouterr().out.splitlines()[0] == "你的预测：2,048 bytes。偏低，差了 2 倍。"
+        assert capsys.readouterr().out.splitlines()[0] == "你的预测：2,048 furlongs。偏低，差了 2 倍。"
     assert predict(QUESTION, choices=CHOICES)._text().splitlines()[0] == f"Predict: {QUESTION}"
 
 
