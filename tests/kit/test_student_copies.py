@@ -23,7 +23,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from labkit.checks import STRICT_ENV
+from labkit.checks import NOT_FILLED_IN, STRICT_ENV
 from labkit.course.notebook_runner import execute_notebook
 from labkit.course.student import (
     BEGIN,
@@ -40,6 +40,7 @@ from labkit.course.student import (
     student_notebook,
     used_names,
 )
+from labkit.i18n import speaking, tr
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -541,7 +542,14 @@ def test_the_leak_test_sees_a_find_the_bug_cell_that_holds_the_fix():
 KERNEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
 
 
-def _run_copy(path: Path, folder: Path) -> list[str]:
+def _check_words(lang: str) -> tuple[str, str]:
+    """What check() prints, in `lang`, for "not yet" and for an exercise not filled in."""
+    with speaking(lang):
+        line = tr("✗ {name}: not yet — {reason}", name="\0", reason="\1")
+        return line.split("\0")[1].split("\1")[0].strip(" :：—-"), tr(NOT_FILLED_IN)
+
+
+def _run_copy(path: Path, folder: Path, lang: str = "en") -> list[str]:
     """Run `path`'s learner copy top to bottom from `folder`; the problems, one line each."""
     _, notebook = answer_book_and_copy(path)
     env = {key: value for key, value in os.environ.items() if key != STRICT_ENV} | KERNEL_ENV
@@ -555,7 +563,8 @@ def _run_copy(path: Path, folder: Path) -> list[str]:
             continue
         printed = "".join(out.get("text", "") for out in notebook.cells[i + 1].outputs)
         bug = "find-the-bug" in tags(cell)
-        if "not yet" not in printed or ("not filled in yet" in printed) == bug:
+        not_yet, not_filled_in = _check_words(lang)
+        if not_yet not in printed or (not_filled_in in printed) == bug:
             want = "a wrong result from the broken code" if bug else "that the exercise is not filled in yet"
             problems.append(f"{path.name}, cell {i + 1}: the check should say {want}; it printed {printed!r}")
     return problems
@@ -569,6 +578,22 @@ def test_every_learner_copy_runs_headless_and_each_check_says_not_yet():
     workers = max(1, min(len(WITH_EXERCISES), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         problems = [line for found in pool.map(lambda p: _run_copy(p, folder), WITH_EXERCISES) for line in found]
+    assert not problems, "\n".join(problems)
+
+
+CHINESE_WITH_EXERCISES = [p for p in CHINESE if BEGIN in p.read_text()]
+
+
+@pytest.mark.skipif(not CHINESE_WITH_EXERCISES, reason="no Chinese notebook built yet (make translations)")
+def test_every_chinese_learner_copy_runs_headless_and_its_checks_speak_chinese():
+    """The Chinese copies, run from workspace/zh-CN/ as make lab LANG=zh-CN runs them: the same code,
+    and every check says "not yet" in Chinese (the kernel's folder decides the language)."""
+    folder = ROOT / WORKSPACE / "zh-CN"
+    folder.mkdir(parents=True, exist_ok=True)
+    workers = max(1, min(len(CHINESE_WITH_EXERCISES), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        found = pool.map(lambda p: _run_copy(p, folder, "zh-CN"), CHINESE_WITH_EXERCISES)
+        problems = [line for lines in found for line in lines]
     assert not problems, "\n".join(problems)
 
 
