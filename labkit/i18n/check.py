@@ -10,7 +10,7 @@ from pathlib import Path
 
 from labkit.course.glossary import load_glossary
 from labkit.i18n.catalog import read_catalog
-from labkit.i18n.compare import HEADING, kept_problems, term_problems
+from labkit.i18n.compare import HEADING, kept_problems, render_problems, term_problems
 from labkit.i18n.edition import (
     LANG,
     NotTranslated,
@@ -50,10 +50,11 @@ def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool
             found = []
         elif target.startswith("notebook:"):
             found = kept_problems(unit.text, _relink(root, zh), link=lambda t: twin_link(root, here, t, there))
+            found += render_problems(zh)
         elif target == "labkit":
             found = _fields_problems(unit.text, zh)
         else:
-            found = kept_problems(unit.text, zh)
+            found = kept_problems(unit.text, zh) + render_problems(zh)
         found += term_problems(unit.text, zh, glossary)
         out += [f"{path.relative_to(root).as_posix()}: {unit.label}: {problem}" for problem in found]
     return out
@@ -103,7 +104,7 @@ def guide_problems(root: Path, english: Path) -> list[str]:
         twin = twin_link(root, folder, target, folder)
         return english.name if twin == chinese.name else twin
 
-    out += [f"{name}: {p}" for p in kept_problems(en_text, zh_text, link=link)]
+    out += [f"{name}: {p}" for p in kept_problems(en_text, zh_text, link=link) + render_problems(zh_text)]
     en_sections, zh_sections = _sections(en_text), _sections(zh_text)
     if len(en_sections) == len(zh_sections):
         terms = load_glossary(root)

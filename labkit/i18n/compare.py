@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-__all__ = ["kept_problems", "prose", "term_problems"]
+__all__ = ["kept_problems", "prose", "render_problems", "term_problems"]
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\s)[^$\n]+?(?<!\s)\$", re.DOTALL)
@@ -73,6 +73,19 @@ def kept_problems(english: str, chinese: str, *, link: Callable[[str], str] = la
     if wanted - written:
         out.append(f"links missing or not sent to the Chinese twin: {sorted(wanted - written)[:4]}")
     return out
+
+
+def render_problems(chinese: str) -> list[str]:
+    """Emphasis that CommonMark leaves as literal asterisks: a closing `**` right after full-width
+    punctuation or a comment and right before a Chinese character does not close (write
+    `**下一步**：`, not `**下一步：**`)."""
+    from markdown_it import MarkdownIt
+
+    shown = []
+    for token in MarkdownIt("commonmark").enable("table").parse(chinese):
+        shown += [child.content for child in token.children or [] if child.type == "text"]
+    stray = [text for text in shown if "**" in text or re.search(r"(?<![\w*])\*(?=\S)[^*]*\S\*(?!\w)", text)]
+    return [f"emphasis shown as literal asterisks: {text[:60]!r}" for text in stray[:3]]
 
 
 def term_problems(english: str, chinese: str, terms: Iterable) -> list[str]:
