@@ -34,10 +34,11 @@ def _fences(text: str) -> list[str]:
 
 
 def prose(text: str) -> str:
-    """The text without code blocks, math, inline code, HTML comments and link targets."""
+    """The text without code blocks, math, inline code, HTML comments, file names and link targets."""
     for pattern in (FENCE, MATH, COMMENT):
         text = pattern.sub(" ", text)
     text = CODE.sub(" ", text)
+    text = re.sub(r"[\w./-]+\.(?:py|md|ipynb|json|html)\b", " ", text)  # a file's name is not prose
     return re.sub(r"\]\([^)]*\)", "]", text)
 
 
@@ -89,11 +90,20 @@ def render_problems(chinese: str) -> list[str]:
 
 
 def term_problems(english: str, chinese: str, terms: Iterable) -> list[str]:
-    """Glossary terms that the English uses and the Chinese does not write as the glossary does."""
+    """Glossary terms that the English uses and the Chinese does not write as the glossary does. A
+    use inside a longer term's use ("embedding" in "rotary position embeddings") is that term's."""
     en_prose, zh_prose = prose(english), prose(chinese)
+    terms = [t for t in terms if t.zh_forms]
+    spans = {t.term: [m.span() for m in t.pattern().finditer(en_prose)] for t in terms}
+    longer = [(span, t.term) for t in terms for span in spans[t.term]]
+
+    def inside_another(term: str, span: tuple[int, int]) -> bool:
+        return any(a <= span[0] and span[1] <= b and (b - a) > (span[1] - span[0])
+                   for (a, b), other in longer if other != term)
+
     out = []
     for term in terms:
-        if not term.zh_forms or not term.pattern().search(en_prose):
+        if not any(not inside_another(term.term, span) for span in spans[term.term]):
             continue
         if not any(form.lower() in zh_prose.lower() for form in term.zh_forms):
             out.append(f"term {term.term!r}: write it as {term.zh} (one of {', '.join(term.zh_forms)})")
