@@ -299,7 +299,7 @@ class _Deck:
         self.new_slide()
 
     def quiz(self, source) -> None:
-        from labkit.quiz.model import letter
+        from labkit.quiz.model import letter, shown
         from labkit.quiz.widget import resolve_quiz
 
         quiz = resolve_quiz(source)
@@ -307,18 +307,19 @@ class _Deck:
             self.title = tr("Quiz: question {number} of {count}", number=number, count=len(quiz.questions))
             self.opens = number == 1
             slide = self.new_slide(opens_section=self.opens)
-            lines = [question.question] + [f"- **{letter(i)}.** {c}" for i, c in enumerate(question.choices)]
+            lines = [shown(question.question)] + [f"- **{letter(i)}.** {shown(c)}"
+                                                  for i, c in enumerate(question.choices)]
             if question.type == "multiple":
                 lines.append(f"*{tr('Choose all that apply.')}*")
             asked = _join(lines)
             answer = f"**{question.answer_text()}**"
-            explained = f"{answer}\n\n{question.explanation}"
+            explained = f"{answer}\n\n{shown(question.explanation)}"
             slide.pieces.append(Piece(_markdown(asked), sum(block_height(b) for b in markdown_blocks(asked))))
             slide.used = slide.pieces[0].height
             fits = sum(block_height(b) for b in markdown_blocks(explained)) <= slide.room()
             slide.pieces.append(Piece(_markdown(explained if fits else answer), 0, fragment=True))
             if not fits:
-                slide.notes.append(question.explanation)
+                slide.notes.append(shown(question.explanation))
         self.opens = False
 
     # ------------------------------------------------------------------ out: cells

@@ -219,3 +219,22 @@ def test_the_deck_without_solutions_is_the_full_deck_less_its_solution_slides(no
     assert content([s for s in full if s not in solution_slides]) == content(without)
     # a long solution continues on a second slide
     assert len(solution_slides) >= sum("solution" in c.metadata.get("tags", []) for c in source.cells)
+
+
+def test_a_chinese_deck_speaks_chinese():
+    """make slides M=NN LANG=zh-CN: the Chinese notebook, with the deck's own titles and the quiz in
+    Chinese (one answer key: the English quiz's, shown through its catalog)."""
+    from labkit.i18n import speaking
+    from labkit.quiz.model import shown
+    from labkit.quiz.widget import resolve_quiz
+
+    chinese = NOTEBOOKS / "zh-CN" / "05_masking.ipynb"
+    if not chinese.exists():
+        pytest.fail("notebooks/zh-CN/05_masking.ipynb is missing: make translations")
+    with speaking("zh-CN"):
+        deck = deck_notebook(nbformat.read(chinese, as_version=4), chinese, OUT / "zh-CN")
+        english = resolve_quiz("05").questions[0].question
+        zh_question = shown(english)
+    text = "\n".join(cell.source for cell in deck.cells)
+    assert "参考解答：" in text and "测验：第 1 题" in text
+    assert zh_question != english and zh_question in text and english not in text
