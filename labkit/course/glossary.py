@@ -105,6 +105,7 @@ def render(terms: list[Term]) -> str:
     lines = ["# Glossary", "",
              "<!-- Generated from docs/glossary.json by `python -m labkit.course.glossary`: edit the JSON, "
              "not this page. -->", "",
+             "English · [简体中文](glossary.zh-CN.md)", "",
              "Every technical term the course uses, with one line on what it is and the module that "
              "teaches it. Also: the [cheat-sheet](cheatsheet.md) (formulas, shapes, MiniMind's numbers).", "",
              "**A-Z:** " + " · ".join(f"[{t.term}](#{t.anchor})"
