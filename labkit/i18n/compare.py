@@ -34,11 +34,12 @@ def _fences(text: str) -> list[str]:
 
 
 def prose(text: str) -> str:
-    """The text without code blocks, math, inline code, HTML comments, file names and link targets."""
+    """The text without code blocks, math, inline code, HTML comments, file names, calls and link targets."""
     for pattern in (FENCE, MATH, COMMENT):
         text = pattern.sub(" ", text)
     text = CODE.sub(" ", text)
     text = re.sub(r"[\w./-]+\.(?:py|md|ipynb|json|html)\b", " ", text)  # a file's name is not prose
+    text = re.sub(r"\w+(?:\.\w+)+\([^()]*\)", " ", text)  # nor a call written without backticks: x.transpose(0, 1)
     return re.sub(r"\]\([^)]*\)", "]", text)
 
 
