@@ -57,8 +57,10 @@ def kept_problems(english: str, chinese: str, *, link: Callable[[str], str] = la
         out.append(f"headings: the English has levels {en_levels}, the Chinese {zh_levels}")
     if FACT.findall(english) != FACT.findall(chinese):
         out.append(f"fact markers: the English has {FACT.findall(english)}, the Chinese {FACT.findall(chinese)}")
+    # A command may gain the edition's switch: `make lab` becomes `make lab LANG=zh-CN`.
+    zh_fences = [re.sub(r" +LANG=zh-CN\b", "", block) for block in _fences(chinese)]
     for what, en, zh in (("math", MATH.findall(FENCE.sub("", english)), MATH.findall(FENCE.sub("", chinese))),
-                         ("code blocks", _fences(english), _fences(chinese))):
+                         ("code blocks", _fences(english), zh_fences)):
         lost = Counter(en) - Counter(zh)
         if lost:
             out.append(f"{what} changed or missing: {sorted(lost)[:3]}")
