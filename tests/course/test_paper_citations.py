@@ -59,9 +59,19 @@ CLAIMS = [
 ]
 
 
+def english_citations(text: str) -> str:
+    """A Chinese guide's citations as the English writes them (第 3.1 节 -> section 3.1, 图 2 -> Fig. 2,
+    full-width punctuation -> ASCII), so that one rule checks a claim in both editions."""
+    for chinese, english in (("，", ", "), ("、", ", "), ("（", "("), ("）", ")"), ("：", ": "), ("；", "; ")):
+        text = text.replace(chinese, english)
+    text = re.sub(r"第\s*([\d.]+)\s*节", r"section \1", text)
+    text = re.sub(r"图\s*(\d+)", r"Fig. \1", text)
+    return re.sub(r"(?:(?<=, )|位于|在|于)\s*commit", "at commit", text)
+
+
 def paragraphs(text: str) -> list[str]:
     """Blank-line paragraphs, with each list item a paragraph of its own; fact markers removed."""
-    text = re.sub(r"<!--\s*/?fact\b[^>]*-->", "", text)
+    text = english_citations(re.sub(r"<!--\s*/?fact\b[^>]*-->", "", text))
     return [p for block in re.split(r"\n\s*\n", text) for p in re.split(r"\n(?=- )", block) if p.strip()]
 
 

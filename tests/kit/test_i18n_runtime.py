@@ -370,6 +370,6 @@ def test_interact_labels_its_controls_in_the_current_language(monkeypatch):
 
     with_translations(monkeypatch, {"factor": "倍数"})
     with speaking("zh-CN"):
-        shown = interact(lambda factor, window: None, factor=widgets.FloatSlider(value=0.5), window=(1, 8))
-    assert [c.description for c in shown.controls.values()] == ["倍数", "window"]
-    assert repr(shown).endswith("factor=0.5, window=4)"), "the text form names the code's keywords"
+        shown = interact(lambda factor, zorp: None, factor=widgets.FloatSlider(value=0.5), zorp=(1, 8))
+    assert [c.description for c in shown.controls.values()] == ["倍数", "zorp"], "no catalog translates 'zorp'"
+    assert repr(shown).endswith("factor=0.5, zorp=4)"), "the text form names the code's keywords"
