@@ -112,12 +112,12 @@ notebooks: ## re-execute notebooks in place to refresh stored outputs (all, or M
 	@$(MAKE) --no-print-directory setup
 	@$(CLI) notebooks $(if $(M),"$(M)")
 	@# The Chinese notebooks share the English outputs: rebuild them (it says which lack a translation).
-	-@$(PY) -m labkit.i18n build $(if $(M),"$(M)",all)
+	-@$(PY) -m labkit.course.translation build $(if $(M),"$(M)",all)
 
 # The Chinese edition (CONTRIBUTING.md, "The Chinese edition"): notebooks/zh-CN/ and docs/glossary.zh-CN.md,
 # built from the English and translations/zh-CN/. Exit 1, naming each text, while one lacks a translation.
 translations: setup ## build the Chinese notebooks and glossary page from the English and translations/zh-CN/ (all, or M=03)
-	@$(PY) -m labkit.i18n build $(if $(M),"$(M)",all)
+	@$(PY) -m labkit.course.translation build $(if $(M),"$(M)",all)
 
 portability: ## run notebooks as other machines would; list stored outputs that would change (all, or M=03)
 	@$(CHECK) portability $(if $(M),"$(M)")

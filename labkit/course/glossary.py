@@ -158,9 +158,9 @@ def render_translated(terms: list[Term], translate: Callable[[str], str]) -> str
 
 def write_translated(root: Path | None = None) -> Path:
     """Write docs/glossary.zh-CN.md; raises NotTranslated while a gloss or a title has no translation."""
+    from labkit.course.translation.edition import CATALOGS, NotTranslated
+    from labkit.course.translation.sources import glossary_units
     from labkit.i18n.catalog import read_catalog
-    from labkit.i18n.edition import CATALOGS, NotTranslated
-    from labkit.i18n.sources import glossary_units
 
     root = root or find_course_root()
     catalog = read_catalog(root / CATALOGS / "glossary.md")

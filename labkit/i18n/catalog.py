@@ -81,8 +81,8 @@ class Catalog:
         out += [f"{name}: block {b.key} ({b.label or 'no label'}) translates English that is no longer there"
                 for b in stale]
         if out:
-            out.append(f"fix: python -m labkit.i18n sync <NN | glossary | labkit>, translate the `todo` blocks of "
-                       f"{name}, then python -m labkit.i18n build")
+            out.append(f"fix: python -m labkit.course.translation sync <NN | glossary | labkit>, translate the "
+                       f"`todo` blocks of {name}, then make translations")
         return out
 
 

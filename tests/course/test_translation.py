@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from labkit.course.glossary import GLOSSARY_ZH, anchor, load_glossary, render_translated
-from labkit.i18n import catalog as catalogs
-from labkit.i18n.check import (
+from labkit.course.translation.check import (
     catalog_problems,
     faithful_problems,
     guide_problems,
     notebook_file_problems,
 )
-from labkit.i18n.edition import CATALOGS, LANG, all_targets, guide_pairs, zh_notebook
+from labkit.course.translation.edition import CATALOGS, LANG, all_targets, guide_pairs, zh_notebook
+from labkit.i18n import catalog as catalogs
 from labkit.quiz.format import parse_quiz
 
 ROOT = Path(__file__).resolve().parents[2]

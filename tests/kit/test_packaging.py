@@ -21,7 +21,7 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # import name -> distribution name, where they differ
-DISTRIBUTION = {"IPython": "ipython"}
+DISTRIBUTION = {"IPython": "ipython", "markdown_it": "markdown-it-py"}  # import name -> distribution
 OURS = {"minimind_ref", "labkit"}
 # what a learner who opens minimind_ref/ must not find there
 PRESENTATION = {"matplotlib", "ipywidgets", "IPython", "nbformat", "nbclient", "nbconvert", "jupyter_client",

@@ -1,6 +1,6 @@
 """Every problem that keeps the Chinese edition from being current and faithful, per part.
 
-The tests (tests/course/test_translation.py) and `python -m labkit.i18n check` both ask this module,
+The tests (tests/course/test_translation.py) and `python -m labkit.course.translation check` both ask this module,
 so a translator sees exactly what the tests will say.
 """
 
@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from labkit.course.glossary import load_glossary
-from labkit.i18n.catalog import read_catalog
-from labkit.i18n.compare import HEADING, kept_problems, render_problems, term_problems
-from labkit.i18n.edition import (
+from labkit.course.translation.compare import HEADING, kept_problems, render_problems, term_problems
+from labkit.course.translation.edition import (
     LANG,
     NotTranslated,
     _relink,
@@ -22,6 +21,7 @@ from labkit.i18n.edition import (
     twin_link,
     zh_notebook,
 )
+from labkit.i18n.catalog import read_catalog
 
 __all__ = ["catalog_problems", "faithful_problems", "guide_problems", "notebook_file_problems"]
 
@@ -30,7 +30,8 @@ def catalog_problems(root: Path, target: str) -> list[str]:
     """Missing, unfinished or stale translations of one catalog."""
     _, path, units, _ = catalog_of(root, target)
     if not path.exists():
-        return [f"{path.relative_to(root).as_posix()} is missing: python -m labkit.i18n sync, then translate it"]
+        return [f"{path.relative_to(root).as_posix()} is missing: python -m labkit.course.translation sync, "
+                f"then translate it"]
     return read_catalog(path).problems(units)
 
 

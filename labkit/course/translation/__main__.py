@@ -1,12 +1,13 @@
 """The Chinese edition's command line (CONTRIBUTING.md, "The Chinese edition").
 
-    python -m labkit.i18n sync [NN|glossary|labkit|all]   write the catalogs: a `todo` block per new or
-                                                          changed English text
-    python -m labkit.i18n build [NN|all]                  write notebooks/zh-CN/ and docs/glossary.zh-CN.md
-                                                          (make translations)
-    python -m labkit.i18n check [NN|glossary|labkit|all]  list what is not translated, current or faithful
-    python -m labkit.i18n stamp FILE.zh-CN.md             after carrying an English change over: name the
-                                                          English version it now translates
+    python -m labkit.course.translation sync [NN|glossary|labkit|all]
+        write the catalogs: a `todo` block per new or changed English text
+    python -m labkit.course.translation build [NN|all]
+        write notebooks/zh-CN/ and docs/glossary.zh-CN.md (make translations)
+    python -m labkit.course.translation check [NN|glossary|labkit|all]
+        list what is not translated, current or faithful
+    python -m labkit.course.translation stamp FILE.zh-CN.md
+        after carrying an English change over: name the English version it now translates
 
 Exit status: 0 done, 1 problems found (check, or build with catalogs unfinished), 2 a usage error.
 """
@@ -16,9 +17,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from labkit.i18n import check as checks
-from labkit.i18n.catalog import read_catalog, synced
-from labkit.i18n.edition import (
+from labkit.course.translation import check as checks
+from labkit.course.translation.edition import (
     LANG,
     STAMP,
     NotTranslated,
@@ -29,6 +29,7 @@ from labkit.i18n.edition import (
     stamp_line,
     zh_notebook,
 )
+from labkit.i18n.catalog import read_catalog, synced
 from labkit.syllabus import find_course_root
 
 USAGE = __doc__.split("\n\n")[1]
@@ -48,7 +49,7 @@ def _targets(root: Path, what: str) -> list[str]:
 
 
 def _usage(message: str) -> int:
-    print(f"python -m labkit.i18n: {message}\n{USAGE}", file=sys.stderr)
+    print(f"python -m labkit.course.translation: {message}\n{USAGE}", file=sys.stderr)
     return 2
 
 

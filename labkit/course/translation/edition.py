@@ -19,8 +19,8 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.course.translation.sources import glossary_units, labkit_units, notebook_units, quiz_units
 from labkit.i18n.catalog import Unit, read_catalog
-from labkit.i18n.sources import glossary_units, labkit_units, notebook_units, quiz_units
 
 __all__ = ["LANG", "catalog_of", "build_notebook", "blob", "guide_pairs", "stamp_line", "stamp_problems",
            "twin_link", "units_of", "zh_notebook"]
@@ -159,7 +159,7 @@ def stamp_problems(root: Path, english: Path, chinese: Path) -> list[str]:
     if match.group(2) != blob(english):
         return [f"{name} translates {english.name} as it was at {match.group(2)}; it is {blob(english)} now. "
                 f"See what changed (git diff {match.group(2)} {blob(english)} once both are committed), carry it "
-                f"over, then: python -m labkit.i18n stamp {name}"]
+                f"over, then: python -m labkit.course.translation stamp {name}"]
     return []
 
 
