@@ -206,19 +206,21 @@ def cmd_workspace(args: argparse.Namespace, root: Path) -> int:
         copies = make_workspace(notebooks, out_dir, replace=notebooks if args.force else [])
     except StudentCopyError as error:
         raise CourseError(str(error)) from None
-    print(f"Your copies of the notebooks, in {workspace}/ (the solved ones, the answer book: {OPEN_ANSWERS}):")
+    switch = "" if language() == "en" else f" LANG={language()}"  # the commands as this edition types them
+    print(f"Your copies of the notebooks, in {workspace}/ (the solved ones, the answer book: "
+          f"{OPEN_ANSWERS}{switch}):")
     for copy in copies:
         number = copy.path.name[:2]
         note = {"made": "made (new)",
                 "replaced": "REPLACED by a fresh copy (FORCE)",
                 "kept": "kept",
                 "kept, differs": f"kept: it differs from a fresh copy (your work, or an older answer book); "
-                                 f"to replace it: {REMAKE_ONE.format(number=number)}"}[copy.status]
+                                 f"to replace it: {REMAKE_ONE.format(number=number)}{switch}"}[copy.status]
         print(f"  {copy.path.relative_to(root).as_posix()}: {note}")
     counts = {status: sum(c.status == status for c in copies) for status in ("made", "replaced")}
     kept = len(copies) - counts["made"] - counts["replaced"]
     print(f"Made {counts['made']}, replaced {counts['replaced']}, kept {kept}. "
-          f"({OPEN_COPIES} opens them in JupyterLab.)")
+          f"({OPEN_COPIES}{switch} opens them in JupyterLab.)")
     return 0
 
 
