@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 import minimind_ref as mm
+from labkit.i18n import tr
 
 from .compare import Difference, first_difference, same_behaviour
 from .guard import DEFAULT_TIME_LIMIT, Guard, Misuse, replaced, take_snapshot
@@ -254,15 +255,16 @@ def format_report(report: GradeReport, progress_shown: bool = False) -> str:
     of passed stages is left out."""
     total = len(LADDER)
     if report.unfinished:
-        return (f"✗ {report.name}: not yet — the exercise is not filled in yet (it raises NotImplementedError); "
-                f"write it, then grade it again.")
+        return tr("✗ {name}: not yet — the exercise is not filled in yet (it raises NotImplementedError); "
+                  "write it, then grade it again.", name=report.name)
     if report.passed:
         return (f"✓ {report.name}: right. It passes all {len(report.passed_stages)} stages of the ladder, from "
                 f"one head without positions to whole-model logits and greedy generation equal to transformers' twins, "
                 f"and gradients equal to the reference's, with and without the weights asked for.")
     stage, difference = report.stage, report.difference
     number = stage_number(stage)
-    lines = [f"✗ {report.name}: not yet — stage {number} of {total}, {stage.title}, fails."]
+    lines = [tr("✗ {name}: not yet — stage {number} of {total}, {title}, fails.", name=report.name, number=number,
+                total=total, title=stage.title)]
     if report.passed_stages and not progress_shown:
         passed = ", ".join(f"{stage_number(s)} {s.title}" for s in report.passed_stages)
         lines.append(f"  passed: {passed}")

@@ -33,10 +33,22 @@ def test_make_answers_opens_the_answer_book():
     assert "jupyter lab --ServerApp.root_dir=. " in command and "--LabApp.default_url=/lab/tree/notebooks" in command
 
 
+def test_lang_zh_cn_makes_and_opens_the_chinese_copies():
+    """make lab LANG=zh-CN: the Chinese copies (workspace/zh-CN/), opened where they are; the answer book
+    too (notebooks/zh-CN/). A Chinese notebook's kernel runs in that folder, and speaks Chinese."""
+    lab = subprocess.run(["make", "-s", "-n", "lab", "LANG=zh-CN"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()
+    assert any(line.endswith("-m labkit.course --lang zh-CN workspace") for line in lab)
+    assert "--LabApp.default_url=/lab/tree/workspace/zh-CN" in lab[-1]
+    answers = subprocess.run(["make", "-s", "-n", "answers", "LANG=zh-CN"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.strip().splitlines()[-1]
+    assert "--LabApp.default_url=/lab/tree/notebooks/zh-CN" in answers
+
+
 def test_make_lab_serves_jupyterlab_on_the_workspace():
     lines = subprocess.run(["make", "-s", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.strip().splitlines()
-    assert any(line.endswith("-m labkit.course workspace") for line in lines)  # the copies come first
+    assert any(line.endswith("-m labkit.course --lang en workspace") for line in lines)  # the copies come first
     command = lines[-1]
     assert "jupyter lab --ServerApp.root_dir=. " in command and "--LabApp.default_url=/lab/tree/workspace" in command
     server = subprocess.Popen(shlex.split(command) + ["--no-browser", "--ServerApp.port=0"], cwd=ROOT,

@@ -1,8 +1,8 @@
 """The English texts ("units") that each catalog translates, read from the English sources.
 
 - a notebook: every Markdown cell, and every text its code shows the learner: the question, choices
-  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and `check(..., explain=,
-  hint=)`, and the `description=` of a widget;
+  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and the name in words, `explain=`
+  and `hint=` of `check(...)`, and the `description=` of a widget;
 - a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
 - the glossary: each term's gloss, and the module titles its page groups them under;
 - labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
@@ -62,6 +62,8 @@ def code_texts(source: str) -> list[tuple[str, str]]:
         if "description" in keywords:  # a widget's label (labkit.widgets passes it through tr)
             add(keywords["description"], "widget label")
         if name == "check":
+            if node.args and " " in (_string(node.args[0]) or ""):  # a name in words, not a function's name
+                add(node.args[0], "check name")
             add(keywords.get("explain"), "check explain")
             add(keywords.get("hint"), "check hint")
     return [(what, text) for _, _, what, text in sorted(found)]
