@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labkit.course.glossary import load_glossary
-from labkit.course.translation.compare import HEADING, kept_problems, render_problems, term_problems
+from labkit.course.translation.compare import HEADING, NUMBER, kept_problems, prose, render_problems, term_problems
 from labkit.course.translation.edition import (
     LANG,
     NotTranslated,
@@ -111,8 +111,15 @@ def guide_problems(root: Path, english: Path) -> list[str]:
         terms = load_glossary(root)
         for number, (en, zh) in enumerate(zip(en_sections, zh_sections)):
             title = en.split("\n", 1)[0].strip("# ") if number else "(before the first heading)"
-            out += [f"{name}: section {title!r}: {p}" for p in term_problems(en, zh, terms)]
+            out += [f"{name}: section {title!r}: {p}" for p in term_problems(en, zh, terms) + _number_problems(en, zh)]
     return out
+
+
+def _number_problems(english: str, chinese: str) -> list[str]:
+    """Every number of an English section, in its Chinese section (a page as a whole would let a number
+    changed in one section pass because it is written in another)."""
+    missing = sorted(set(NUMBER.findall(prose(english))) - set(NUMBER.findall(chinese)))
+    return [f"numbers missing (write them as the English does, in digits): {missing[:6]}"] if missing else []
 
 
 def guides(root: Path, number: str | None = None) -> list[Path]:
