@@ -17,6 +17,16 @@ from types import ModuleType
 from labkit.syllabus import experiment_scripts, get_module
 
 ROOT = Path(__file__).resolve().parents[1]
+# The course's timers, labkit.timing's and the benchmark harness's built on them. An experiment that
+# calls one makes a claim about time, so make test runs it after the parallel pass, alone (the
+# "serial" marker); a notebook's timing cell names such a script, or a benchmark, as its check.
+TIMERS = ("time_call", "best_time", "best_step_times", "interleaved_times", "interleaved_medians")
+
+
+def times_itself(script: Path) -> bool:
+    """Whether `script` (an experiment or a benchmark) times what it measures."""
+    text = script.read_text(encoding="utf-8")
+    return any(name in text for name in TIMERS)
 
 
 def load_experiment(module: str, script: str) -> ModuleType:

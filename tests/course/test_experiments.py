@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from experiment_scripts import times_itself
 
 from labkit.syllabus import all_modules
 
@@ -19,12 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [script for module in all_modules(ROOT) for script in module.experiments]
 # A script whose claim is about time runs after the parallel pass, alone (the "serial" marker, see
 # the Makefile's test target): a busy neighbour on the other core is not what it measures.
-TIMED = ("time_call", "best_time", "best_step_times")
-
-
 def timed(script: Path):
-    text = script.read_text(encoding="utf-8")
-    return pytest.param(script, marks=pytest.mark.serial) if any(name in text for name in TIMED) else script
+    return pytest.param(script, marks=pytest.mark.serial) if times_itself(script) else script
 
 
 def run_script(script: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
