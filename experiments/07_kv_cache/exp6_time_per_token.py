@@ -30,7 +30,7 @@ from labkit import Experiment, best_step_times, int_in, print_table
 
 MIN_STEP_SPEEDUP = 3.0  # time per step near the end, no cache / cache (the FLOP ratio: 186x at the defaults)
 # Total-time growth exponent, no cache minus cache (FLOPs: about 2 vs 1). The fixed cost of a forward
-# pulls the no-cache exponent toward 1: gaps of 0.21 to 0.44 measured on one AMD EPYC core, in 18 runs.
+# pulls the no-cache exponent toward 1: gaps of 0.21 to 0.44 measured on one AMD EPYC core, in 15 runs.
 MIN_EXPONENT_GAP = 0.15
 
 
