@@ -6,13 +6,19 @@ the code path that library picks for the CPU (and the thread count, which the co
 Retrained on another machine, the weights differ in their last bits, and training carries those
 differences forward. So a reproduction check has two forms:
 
-- **bit for bit**, when this machine's fingerprint equals the one recorded with the reference:
-  the rebuilt checkpoint must have exactly the committed bytes;
+- **bit for bit**, when this machine's fingerprint equals the one recorded with the reference in
+  everything that decides the bits: the torch build, ATen's kernels, the BLAS and its code path,
+  the threads, and the CPU itself (vendor, family, model, stepping and instruction-set flags, not
+  only its marketing name: "AMD EPYC" names Zen 3 and Zen 4 chips alike, whose last bits differ).
+  The rebuilt checkpoint must then have exactly the committed bytes;
 - **within tolerance**, otherwise: the losses of the first steps agree within a relative
   `LOSS_RTOL`, and the weights lie within a relative distance that was measured across machines
   (see the bounds where they are used), far below what any change of recipe, data or code causes.
+  Identical bytes are then reported as a bonus, never required.
 
-Every check says which form it applied, and why.
+A fingerprint that cannot pin a part (a CPU whose family and flags the system does not report, a
+reference that predates a field) asks for the tolerance check. Every check says which form it
+applied, and why.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+UNKNOWN = "unknown"
 LOSS_RTOL = 1e-4  # the first steps' losses; they agreed within 3e-7 across the machines tried
 
 
@@ -36,6 +43,7 @@ def machine_fingerprint(threads: int) -> dict[str, object]:
         "torch": torch.__version__,
         "machine": platform.machine(),
         "cpu": _cpu_model(),
+        **_cpu_identity(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),  # ATen's kernels: DEFAULT, AVX2, AVX512, ...
         "blas": _blas(),
         "mkl_cbwr": os.environ.get("MKL_CBWR", ""),  # MKL's code-path choice, when pinned
@@ -54,6 +62,29 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def _cpu_identity(cpuinfo: str = "/proc/cpuinfo") -> dict[str, str]:
+    """What tells one CPU design from another where its name does not: vendor, family, model,
+    stepping, and a digest of its instruction-set flags (Linux's /proc/cpuinfo). "unknown" where the
+    system does not say, which never matches (fingerprint_differences)."""
+    fields = {"vendor_id": "cpu_vendor", "cpu family": "cpu_family", "model": "cpu_model",
+              "stepping": "cpu_stepping", "flags": "cpu_flags"}
+    found = dict.fromkeys(fields.values(), UNKNOWN)
+    try:
+        with open(cpuinfo) as info:
+            for line in info:
+                if not line.strip():
+                    break  # the first processor's block is enough: the others are the same chip
+                key, _, value = line.partition(":")
+                if key.strip() in fields:
+                    found[fields[key.strip()]] = value.strip()
+    except OSError:
+        pass
+    if found["cpu_flags"] != UNKNOWN:
+        flags = " ".join(sorted(found["cpu_flags"].split()))
+        found["cpu_flags"] = hashlib.sha256(flags.encode()).hexdigest()[:16]
+    return found
+
+
 def _blas() -> str:
     """The BLAS torch was built with, and its version where torch reports it."""
     config = torch.__config__.show()
@@ -68,8 +99,15 @@ def fingerprint_differences(made_on: Mapping[str, object] | None, here: Mapping[
     """What differs between the machine a reference was made on and this one, in words."""
     if not made_on:
         return ["the reference does not record the machine it was made on"]
-    return [f"{key}: {made_on.get(key)!r} there, {value!r} here" for key, value in here.items()
-            if made_on.get(key) != value]
+    differences = []
+    for key, value in here.items():
+        if key not in made_on:
+            differences.append(f"{key}: not recorded there, {value!r} here")
+        elif made_on[key] != value:
+            differences.append(f"{key}: {made_on[key]!r} there, {value!r} here")
+        elif value == UNKNOWN:
+            differences.append(f"{key}: unknown on both, so it cannot be pinned")
+    return differences
 
 
 def weight_distance(tensors: Mapping[str, torch.Tensor], reference: Mapping[str, torch.Tensor]) -> float:
@@ -119,8 +157,11 @@ def compare(rebuilt_bytes: bytes, tensors: Mapping[str, torch.Tensor], losses: S
                             got == expected, [f"sha256 {got} (rebuilt)", f"sha256 {expected} ({reference.name})"])
     loss_error = largest_loss_difference(losses, reference_losses)
     distance = weight_distance(tensors, load_file(str(reference)))
+    same_bytes = hashlib.sha256(rebuilt_bytes).digest() == hashlib.sha256(reference.read_bytes()).digest()
     findings = [f"first {len(reference_losses)} losses: largest relative difference {loss_error:.1e} "
                 f"(bound {LOSS_RTOL:.0e})",
-                f"weights: relative distance {distance:.1e} from {reference.name} (bound {weights_rtol:.0e})"]
+                f"weights: relative distance {distance:.1e} from {reference.name} (bound {weights_rtol:.0e})",
+                "bonus: the bytes are identical too" if same_bytes
+                else "the bytes differ, as they may on another machine (not required)"]
     return Reproduction("within tolerance", "made on another machine: " + "; ".join(differences),
                         loss_error <= LOSS_RTOL and distance <= weights_rtol, findings)

@@ -12,9 +12,33 @@ from labkit import reproduction as rp
 
 def test_the_fingerprint_names_what_decides_the_last_bits():
     here = rp.machine_fingerprint(threads=1)
-    assert set(here) == {"torch", "machine", "cpu", "cpu_capability", "blas", "mkl_cbwr", "threads"}
+    assert set(here) == {"torch", "machine", "cpu", "cpu_vendor", "cpu_family", "cpu_model", "cpu_stepping",
+                         "cpu_flags", "cpu_capability", "blas", "mkl_cbwr", "threads"}
     assert here["torch"] == torch.__version__ and here["threads"] == 1
     assert here["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+
+
+def test_the_cpu_is_told_apart_by_more_than_its_name(tmp_path):
+    """Two chips sold as "AMD EPYC" (Zen 3 and Zen 4) compute different last bits: the family,
+    model, stepping and flags tell them apart; a system that reports none of them pins nothing."""
+    def identity(text):
+        info = tmp_path / "cpuinfo"
+        info.write_text(text)
+        return rp._cpu_identity(str(info))
+
+    zen3 = identity("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+                    "stepping\t: 1\nflags\t\t: fpu avx2\n\nprocessor\t: 1\n")
+    zen4 = identity("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+                    "stepping\t: 1\nflags\t\t: fpu avx2 avx512f\n")
+    assert zen3["cpu_family"] == zen4["cpu_family"] == "25"
+    assert (zen3["cpu_model"], zen4["cpu_model"]) == ("1", "17")
+    assert zen3["cpu_flags"] != zen4["cpu_flags"] and len(zen3["cpu_flags"]) == 16
+    assert rp.fingerprint_differences(zen3, zen4) == [f"{key}: {zen3[key]!r} there, {zen4[key]!r} here"
+                                                      for key in ("cpu_model", "cpu_flags")]
+    silent = identity("processor\t: 0\n")
+    assert set(silent.values()) == {rp.UNKNOWN}
+    assert rp.fingerprint_differences(silent, silent) == [f"{key}: unknown on both, so it cannot be pinned"
+                                                          for key in silent]
 
 
 def test_differences_are_said_in_words():
@@ -22,6 +46,8 @@ def test_differences_are_said_in_words():
     assert rp.fingerprint_differences({"cpu": "B", "threads": 1}, here) == []
     assert rp.fingerprint_differences({"cpu": "A", "threads": 1}, here) == ["cpu: 'A' there, 'B' here"]
     assert rp.fingerprint_differences(None, here) == ["the reference does not record the machine it was made on"]
+    # a reference that predates a field cannot pin it
+    assert rp.fingerprint_differences({"cpu": "B"}, here) == ["threads: not recorded there, 1 here"]
 
 
 def test_weight_distance_is_relative_and_refuses_other_names():
@@ -52,6 +78,9 @@ def test_compare_picks_the_check_by_fingerprint(tmp_path):
     assert (other.check, other.passed) == ("within tolerance", True)
     assert other.reason == "made on another machine: cpu: 'A' there, 'B' here"
     assert other.lines()[-1] == "Result: reproduced."
+    assert "  the bytes differ, as they may on another machine (not required)" in other.lines()
+    identical = rp.compare(save(tensors), tensors, [1.0], reference, [1.0], {"cpu": "A"}, here, 1e-5)
+    assert identical.passed and "  bonus: the bytes are identical too" in identical.lines()
     far = {"w": torch.tensor([1.0, 2.5])}
     assert not rp.compare(save(far), far, [1.0], reference, [1.0], {"cpu": "A"}, here, 1e-5).passed
     assert not rp.compare(save(nudged), nudged, [1.1], reference, [1.0], {"cpu": "A"}, here, 1e-5).passed

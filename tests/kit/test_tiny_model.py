@@ -101,14 +101,15 @@ def test_training_twice_gives_identical_bytes_at_a_reduced_size():
 
 
 def test_the_first_steps_of_the_committed_recipe_are_reproduced(report):
-    """The weights after the first steps of the real run are the saved ones: bit for bit on the
-    machine the checkpoint was made on, within the measured bounds elsewhere."""
+    """The weights after the first steps of the real run are the saved ones, within the measured
+    bounds (bit for bit only on a machine whose full fingerprint the report records: see
+    test_the_checkpoint_is_small_safe_and_the_one_reported)."""
     same_text_or_skip(report)
     assert report["prefix_check"]["steps"] == tm.PREFIX_STEPS
     assert tm.sha256_of(tm.prefix_path(tm.CHECKPOINT)) == report["prefix_check"]["sha256"]
     result = tm.reproduce_prefix()
     assert result.passed, "\n".join(result.lines())
-    assert result.check in ("bit for bit", "within tolerance")
+    assert result.check == "within tolerance", result.lines()
 
 
 @pytest.fixture
@@ -217,7 +218,9 @@ def test_the_checkpoint_is_small_safe_and_the_one_reported(report):
     assert header["recipe"] == report["recipe"] and header["threads"] == tm.THREADS
     assert header["text_sha256"] == report["depends_on"]["text_sha256"]
     fingerprint = set(tm.machine_fingerprint(tm.THREADS))
-    assert set(report["prefix_check"]["made_on"]) == fingerprint  # where the reference prefix was made
+    # where the reference prefix was made; recorded before the CPU's family, model, stepping and
+    # flags were, so no machine can match it in full and every machine checks it within tolerance
+    assert set(report["prefix_check"]["made_on"]) <= fingerprint
     # the committed checkpoint predates fingerprints: its machine is not recorded, so a full rebuild
     # anywhere is compared within tolerance (`make train-tiny` records it from now on)
     assert report["made_on"] is None or set(report["made_on"]) == fingerprint

@@ -1,0 +1,46 @@
+"""The test harness itself: how `make test` uses the machine's cores (the root conftest.py)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_each_worker_runs_torch_on_one_thread_and_passes_it_on(tmp_path):
+    """Two xdist workers, as `make test` starts them: each computes on one thread, and so does a
+    process it starts (a notebook kernel, an experiment script), unless the caller chose a count."""
+    probe = ROOT / "tests" / "kit" / f"harness_probe_{os.getpid()}_test.py"
+    probe.write_text(
+        "import os, subprocess, sys\n"
+        "import torch\n\n"
+        "def test_threads():\n"
+        "    child = subprocess.run([sys.executable, '-c', 'import torch; print(torch.get_num_threads())'],\n"
+        "                           capture_output=True, text=True, check=True)\n"
+        "    with open(os.environ['HARNESS_PROBE_OUT'], 'a') as out:\n"
+        "        out.write(f\"{os.environ['PYTEST_XDIST_WORKER']} {torch.get_num_threads()} {child.stdout.strip()}\\n\")\n"
+    )
+    out = tmp_path / "threads.txt"
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTEST_XDIST_WORKER")}
+    env["HARNESS_PROBE_OUT"] = str(out)
+    try:
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
+                                 "--no-header", "-o", "addopts=", str(probe)],
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        probe.unlink()
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line.split() for line in out.read_text().splitlines()]
+    assert [line[0] for line in lines] == ["gw0"] or [line[0] for line in lines] == ["gw1"], lines
+    assert lines[0][1:] == ["1", "1"], f"worker and child threads: {lines}"
+
+
+@pytest.mark.skipif("PYTEST_XDIST_WORKER" not in os.environ, reason="only a worker of the parallel pass")
+def test_this_worker_has_one_thread():
+    import torch
+
+    assert torch.get_num_threads() == 1
