@@ -70,10 +70,12 @@ answers: setup ## the answer book: JupyterLab on the solved notebooks (notebooks
 	$(JUPYTER) --LabApp.default_url=/lab/tree/notebooks$(ZH_FOLDER)
 
 # Never run by make clean: workspace/ holds the learner's work.
-workspace: ## make your missing copies in workspace/ (M=03: one; M=03 FORCE=1: replace it; FORCE=1: replace all)
+# FORCE=1 is the only value that replaces a copy (any other is refused by name); each replaced copy is
+# saved beside it first.
+workspace: ## make your missing copies in workspace/ (M=03: one; M=03 FORCE=1: replace it, saving the old one; FORCE=1: all)
 	@$(CHECK) workspace $(if $(M),"$(M)")
 	@$(MAKE) --no-print-directory setup
-	@$(CLI) workspace $(if $(M),"$(M)") $(if $(FORCE),--force)
+	@$(CLI) workspace $(if $(M),"$(M)") $(if $(FORCE),--force="$(FORCE)")
 
 # The suite runs on every core (pyproject's addopts), except the tests marked serial, claims about
 # time, which run after it one at a time. Exit status 5 is pytest's "no test selected", which an

@@ -203,7 +203,7 @@ def cmd_workspace(args: argparse.Namespace, root: Path) -> int:
         raise CourseError(f"cannot make your copies in {workspace}/: {error}. Move what is in the way, "
                           f"then run the command again.") from None
     try:
-        copies = make_workspace(notebooks, out_dir, replace=notebooks if args.force else [])
+        copies = make_workspace(notebooks, out_dir, replace=notebooks if args.force else [], course=root)
     except StudentCopyError as error:
         raise CourseError(str(error)) from None
     switch = "" if language() == "en" else f" LANG={language()}"  # the commands as this edition types them
@@ -212,7 +212,8 @@ def cmd_workspace(args: argparse.Namespace, root: Path) -> int:
     for copy in copies:
         number = copy.path.name[:2]
         note = {"made": "made (new)",
-                "replaced": "REPLACED by a fresh copy (FORCE)",
+                "replaced": "REPLACED by a fresh copy (FORCE=1); your old copy is saved as "
+                            f"{copy.backup.relative_to(root).as_posix() if copy.backup else ''}",
                 "kept": "kept",
                 "kept, differs": f"kept: it differs from a fresh copy (your work, or an older answer book); "
                                  f"to replace it: {REMAKE_ONE.format(number=number)}{switch}"}[copy.status]
@@ -265,8 +266,9 @@ def _parser() -> argparse.ArgumentParser:
     notebooks.set_defaults(run=cmd_notebooks)
     workspace = commands.add_parser("workspace", help="make your copies of the notebooks (workspace/) where missing")
     workspace.add_argument("module", nargs="?", default="", help="module number (default: every notebook)")
-    workspace.add_argument("--force", action="store_true",
-                           help="replace the copy (or, without a module, every copy): your edits are lost")
+    workspace.add_argument("--force", nargs="?", const="1", default=None, type=_force, metavar="1",
+                           help="replace the copy (or, without a module, every copy), saving each old copy "
+                                "beside it first (make workspace FORCE=1)")
     workspace.set_defaults(run=cmd_workspace)
     slides = commands.add_parser("slides", help="a module's notebook as offline reveal.js slides (outputs/slides/)")
     slides.add_argument("module", help="module number, e.g. 03 or 3")
@@ -284,6 +286,15 @@ def _parser() -> argparse.ArgumentParser:
                              help="seconds a cell may run before the run stops (default 300)")
     portability.set_defaults(run=cmd_portability)
     return parser
+
+
+def _force(text: str) -> str:
+    """An argparse type: FORCE=1 (--force, --force=1) is the one value that replaces copies."""
+    if text.strip() != "1":
+        raise argparse.ArgumentTypeError(
+            f"FORCE={text!r} is not a choice: only FORCE=1 replaces your copies (each old copy is saved beside "
+            f"it first); leave FORCE out to keep them")
+    return "1"
 
 
 def _count(low: int, high: int):

@@ -29,15 +29,21 @@ its stored output is cleared too, so the result is not on the page before the le
 So is the stored output of any later cell that uses a name an exercise defines (its function, or a
 variable its solution sets): the answer book computed it with the solution.
 
-A learner's work is never overwritten: a copy that exists is kept, even when a newer answer book
-would make a different one, and the command says which copies it made and which it kept. Only
-`make workspace M=NN FORCE=1` (one copy) or `make workspace FORCE=1` (all) replaces a copy.
+A learner's work is never lost: a copy that exists is kept, even when a newer answer book would
+make a different one, and the command says which copies it made and which it kept. Only
+`make workspace M=NN FORCE=1` (one copy) or `make workspace FORCE=1` (all) replaces a copy, and
+the copy it replaces is first saved beside it, `NN_slug.backup-YYYYMMDD-HHMMSS.ipynb`, which the
+command names. Nothing is written through a link: a copy that is a symbolic link (wherever it
+points), or a workspace folder that leads out of the course, is refused by name, so no file
+outside the course folder is ever written.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,26 +162,63 @@ def student_notebook(notebook: nbformat.NotebookNode, name: str = "notebook") ->
 class Written:
     path: Path
     status: str  # "made" (there was none), "replaced" (FORCE), "kept" or "kept, differs" (left as it was)
+    backup: Path | None = None  # where a replaced copy was saved first
 
 
-def make_workspace(notebooks: list[Path], out_dir: Path, replace: list[Path] | None = None) -> list[Written]:
+def backup_name(copy_path: Path, when: float | None = None) -> Path:
+    """Where a copy about to be replaced is saved: beside it, named by the time, never over a file."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when))
+    candidate = copy_path.with_name(f"{copy_path.stem}.backup-{stamp}{copy_path.suffix}")
+    number = 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = copy_path.with_name(f"{copy_path.stem}.backup-{stamp}-{number}{copy_path.suffix}")
+    return candidate
+
+
+def _refuse_links(out_dir: Path, course: Path | None) -> None:
+    """A workspace folder must lead to a folder inside the course (when the course is known)."""
+    if course is None:
+        return
+    inside = Path(os.path.realpath(out_dir))
+    home = Path(os.path.realpath(course))
+    if inside != home and home not in inside.parents:
+        raise StudentCopyError(f"{out_dir} leads out of the course folder (to {inside}): your copies are kept "
+                               f"inside the course, so nothing else is ever written. Replace the link with a "
+                               f"folder of its own (move the link away; the next run makes the folder)")
+
+
+def make_workspace(notebooks: list[Path], out_dir: Path, replace: list[Path] | None = None,
+                   course: Path | None = None) -> list[Written]:
     """Make the learner's copy of each notebook in `out_dir` where there is none yet; keep every
-    copy that exists, except those of the notebooks in `replace`, which are made afresh.
+    copy that exists, except those of the notebooks in `replace`, which are saved beside themselves
+    (backup_name) and then made afresh. `course`, when given, is the folder nothing is written outside.
 
     A kept copy is "kept" when it is what a fresh copy would be, and "kept, differs" when not: the
-    learner's edits, or an older answer book (the learner decides; the copy is not touched)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    learner's edits, or an older answer book (the learner decides; the copy is not touched). A copy
+    that is a link or a folder is a StudentCopyError, checked for every copy before any is written."""
+    _refuse_links(out_dir, course)
     replace = {path.name for path in replace or []}
+    for source in notebooks:
+        target = out_dir / source.name
+        if target.is_symlink():
+            raise StudentCopyError(f"{target} is a link (to {os.readlink(target)}), not a notebook of your own: "
+                                   f"a copy is never written through a link. Move the link away, or replace it "
+                                   f"with the file it points to, then run the command again")
+        if target.exists() and not target.is_file():
+            raise StudentCopyError(f"{target} is a folder, not a notebook: move it away to make your copy")
+    out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for source in notebooks:
         fresh = nbformat.writes(student_notebook(nbformat.read(source, as_version=4), source.name)) + "\n"
         target = out_dir / source.name
-        if target.exists() and not target.is_file():
-            raise StudentCopyError(f"{target} is a folder, not a notebook: move it away to make your copy")
         if target.exists() and source.name not in replace:
             results.append(Written(target, "kept" if target.read_text() == fresh else "kept, differs"))
             continue
-        status = "replaced" if target.exists() else "made"
+        backup = None
+        if target.exists():
+            backup = backup_name(target)
+            os.replace(target, backup)  # the learner's copy, kept whole, before the fresh one is written
         target.write_text(fresh)
-        results.append(Written(target, status))
+        results.append(Written(target, "replaced" if backup else "made", backup))
     return results

@@ -20,8 +20,9 @@ def test_each_worker_runs_torch_on_one_thread_and_passes_it_on(tmp_path):
         "def test_threads():\n"
         "    child = subprocess.run([sys.executable, '-c', 'import torch; print(torch.get_num_threads())'],\n"
         "                           capture_output=True, text=True, check=True)\n"
+        "    seen = [os.environ['PYTEST_XDIST_WORKER'], str(torch.get_num_threads()), child.stdout.strip()]\n"
         "    with open(os.environ['HARNESS_PROBE_OUT'], 'a') as out:\n"
-        "        out.write(f\"{os.environ['PYTEST_XDIST_WORKER']} {torch.get_num_threads()} {child.stdout.strip()}\\n\")\n"
+        "        out.write(' '.join(seen) + '\\n')\n"
     )
     out = tmp_path / "threads.txt"
     env = {key: value for key, value in os.environ.items()

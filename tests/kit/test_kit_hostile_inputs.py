@@ -120,6 +120,51 @@ def test_make_workspace_when_a_copy_is_a_folder_is_a_usage_error(tmp_path, monke
     assert status == 2 and "01_attention_basics.ipynb is a folder, not a notebook" in err
 
 
+@pytest.mark.parametrize("value", ["0", "false", "no", "yes", "2", "", " "])
+def test_make_workspace_replaces_only_with_force_1(tmp_path, monkeypatch, capsys, value):
+    """FORCE=0 or FORCE=false once replaced an edited copy: every value but 1 is refused by name."""
+    monkeypatch.chdir(tmp_path)
+    assert _workspace(tmp_path, capsys)[0] == 0
+    copy = tmp_path / "workspace" / "01_attention_basics.ipynb"
+    copy.write_text(copy.read_text().replace("raise NotImplementedError", "return 'my work'"))
+    edited = copy.read_text()
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["workspace", "01", f"--force={value}"])
+    assert stopped.value.code == 2
+    assert f"FORCE={value!r} is not a choice: only FORCE=1 replaces" in capsys.readouterr().err
+    assert copy.read_text() == edited and sorted(p.name for p in copy.parent.iterdir()) == [copy.name]
+
+
+def test_make_workspace_never_writes_through_a_link(tmp_path, monkeypatch, capsys):
+    """A copy that is a link is refused (even with FORCE=1), and so is a workspace that leads out of
+    the course: nothing outside the course folder is written."""
+    monkeypatch.chdir(tmp_path)
+    course, outside = tmp_path / "course", tmp_path / "outside"
+    course.mkdir()
+    outside.mkdir()
+    monkeypatch.chdir(course)
+    (course / "workspace").mkdir()
+    (course / "workspace" / "01_attention_basics.ipynb").symlink_to(outside / "mine.ipynb")
+    for force in ([], ["--force=1"]):
+        (course / "notebooks").mkdir(exist_ok=True)
+        (course / "notebooks" / "01_attention_basics.ipynb").write_text(
+            (REPO / "notebooks" / "01_attention_basics.ipynb").read_text())
+        assert cli.main(["workspace", *force]) == 2
+        assert "01_attention_basics.ipynb is a link (to " in capsys.readouterr().err
+        assert list(outside.iterdir()) == []
+    (course / "workspace" / "01_attention_basics.ipynb").unlink()
+    (course / "workspace").rmdir()
+    (course / "workspace").symlink_to(outside)
+    assert cli.main(["workspace"]) == 2
+    assert "workspace leads out of the course folder" in capsys.readouterr().err
+    assert list(outside.iterdir()) == []
+    (course / "workspace").unlink()
+    (course / "inside").mkdir()
+    (course / "workspace").symlink_to(course / "inside")  # a link that stays in the course is a folder like any
+    assert cli.main(["workspace"]) == 0
+    assert (course / "inside" / "01_attention_basics.ipynb").is_file()
+
+
 def test_make_workspace_exits_2_through_the_command_line(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "01_attention_basics.ipynb").write_text(

@@ -188,6 +188,11 @@ def test_the_workspace_makes_missing_copies_and_keeps_every_other(tmp_path):
     replaced = make_workspace([first, second], workspace, replace=[first])
     assert [c.status for c in replaced] == ["replaced", "kept"]
     assert "A newer answer book." in (workspace / "01_first.ipynb").read_text()
+    backup = replaced[0].backup  # the learner's edited copy, saved whole beside the fresh one
+    assert backup.parent == workspace and backup.name.startswith("01_first.backup-") and backup.suffix == ".ipynb"
+    assert backup.read_text() == edited and replaced[1].backup is None
+    again = make_workspace([first], workspace, replace=[first])  # a second FORCE never overwrites the first backup
+    assert again[0].backup != backup and backup.read_text() == edited
     (workspace / "02_second.ipynb").unlink()
     (workspace / "02_second.ipynb").mkdir()
     with pytest.raises(StudentCopyError, match="is a folder, not a notebook"):
