@@ -3,8 +3,10 @@
 Jupyter draws matplotlib figures inline by default, unless the environment names another backend.
 `MPLBACKEND=Agg` is a common setting on headless servers, in containers and in CI images, and with
 it every pyplot figure of a notebook is made and never drawn: the learner sees no plot, and a
-stored notebook re-run under strict nbval loses its pictures. Every notebook of the course starts
-with `show_figures_inline()`, which undoes exactly that case and nothing else.
+stored notebook re-run under strict nbval loses its pictures. And under the inline backend itself, a
+Figure made without pyplot shows as text until pyplot has loaded the backend. Every notebook of the
+course starts with `show_figures_inline()`, which sets inline figures up in both cases and keeps any
+other backend that can show them.
 
 `readable_ticks` gives log axes and large numbers plain tick labels; the experiment scaffold
 applies it to every figure it saves, so a script's plot reads right without asking.
@@ -70,12 +72,17 @@ def use_chinese_font(figure) -> None:
 
 
 def show_figures_inline() -> bool:
-    """In a Jupyter kernel whose matplotlib backend cannot show anything (Agg, pdf, svg, ...),
-    switch to the inline backend, as `%matplotlib inline` would. Returns True if it switched.
+    """In a Jupyter kernel, draw figures below the cells, as `%matplotlib inline` does, unless the
+    kernel already uses a backend that shows them another way. Returns True if it set inline up.
 
-    A backend that can show figures is kept: inline, ipympl's `%matplotlib widget`, a window
-    backend. Outside a Jupyter kernel (a script, a terminal IPython) nothing changes, so a cell
-    copied into a script still runs and still saves its figures where the script says.
+    Two cases need it. With a backend that cannot show anything (`MPLBACKEND=Agg`, pdf, svg, ...),
+    pyplot's figures would be made and never drawn. And with the kernel's own default, the inline
+    backend, IPython learns to draw a Figure as a picture only once pyplot has loaded that backend:
+    a Figure built without pyplot (the course map) and displayed before that shows as the text
+    `<Figure size 1220x560 with 1 Axes>`. `%matplotlib inline` registers the picture formats at
+    once, in both cases. A backend of another kind (ipympl's `%matplotlib widget`, a window) is
+    kept. Outside a Jupyter kernel (a script, a terminal IPython) nothing changes, so a cell copied
+    into a script still runs and still saves its figures where the script says.
     """
     try:
         from IPython import get_ipython
@@ -87,7 +94,9 @@ def show_figures_inline() -> bool:
     import matplotlib
     from matplotlib.backends import BackendFilter, backend_registry
 
-    if matplotlib.get_backend().lower() not in backend_registry.list_builtin(BackendFilter.NON_INTERACTIVE):
+    backend = matplotlib.get_backend().lower()
+    inline = backend in ("inline", "module://matplotlib_inline.backend_inline")
+    if not inline and backend not in backend_registry.list_builtin(BackendFilter.NON_INTERACTIVE):
         return False
     shell.run_line_magic("matplotlib", "inline")
     return True

@@ -89,3 +89,17 @@ def test_the_ci_checks_a_second_machine_too():
     assert re.search(r"ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
                      r"MPLBACKEND=Agg", ci)
     assert re.search(r'^env "\$\{perturbed\[@\]\}" make test$', ci, flags=re.M)
+
+
+def test_the_pythons_the_readme_names_are_the_ones_installed_and_checked():
+    """The README's range of Pythons is pyproject's requires-python, the one the Makefile builds .venv
+    with, and CI builds the environment at both of its ends (make pythons, .ci/pythons)."""
+    requires = re.search(r'^requires-python = ">=3\.(\d+),<3\.(\d+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert requires, "pyproject.toml's requires-python must read \">=3.X,<3.Y\""
+    lowest, highest = int(requires[1]), int(requires[2]) - 1
+    names = ", ".join(f"3.{minor}" for minor in range(lowest, highest)) + f" or 3.{highest}"
+    assert f"You need Python {names} (3.{lowest} recommended)" in README
+    makefile = (ROOT / "Makefile").read_text()
+    assert f"not (3, {lowest}) <= sys.version_info[:2] <= (3, {highest})" in makefile
+    assert re.search(r"^pythons: .*\n\t@\.ci/pythons$", makefile, flags=re.M)
+    assert re.search(r"^make pythons$", (ROOT / ".ci" / "run").read_text(), flags=re.M)

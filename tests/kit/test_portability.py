@@ -42,13 +42,39 @@ def test_without_it_agg_draws_nothing(tmp_path, monkeypatch):
     assert images(figure) == 0
 
 
-def test_a_backend_that_can_show_figures_is_kept(tmp_path, monkeypatch):
-    monkeypatch.delenv("MPLBACKEND", raising=False)  # Jupyter's default: inline
+PLAIN_FIGURE = ("from matplotlib.figure import Figure\n"
+                "from IPython.display import display\n"
+                "figure = Figure(figsize=(2, 1)); figure.add_subplot().plot([0, 1])\n"
+                "display(figure)")
+
+
+def test_a_figure_made_without_pyplot_is_a_picture_in_a_fresh_kernel(tmp_path, monkeypatch):
+    """Jupyter's default backend, inline: a Figure built without pyplot (as the course map is) and
+    displayed before pyplot draws anything is a picture, not `<Figure size ...>` text."""
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     switched, figure = run_cells(["from labkit.figures import show_figures_inline\n"
                                   "import matplotlib\nprint(show_figures_inline(), matplotlib.get_backend())",
-                                  FIGURE], tmp_path)
-    assert switched.outputs[0]["text"].startswith("False") and "inline" in switched.outputs[0]["text"]
+                                  PLAIN_FIGURE], tmp_path)
+    assert switched.outputs[0]["text"].startswith("True") and "inline" in switched.outputs[0]["text"]
     assert images(figure) == 1
+
+
+def test_without_it_the_default_kernel_shows_a_plain_figure_as_text(tmp_path, monkeypatch):
+    """The failure that kept the map off every learner's screen."""
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    (figure,) = run_cells([PLAIN_FIGURE], tmp_path)
+    assert images(figure) == 0 and figure.outputs[0]["data"]["text/plain"].startswith("<Figure size")
+
+
+def test_a_backend_that_shows_figures_another_way_is_kept(tmp_path, monkeypatch):
+    """A backend that is neither inline nor one that draws nothing (ipympl's widget, a window) is
+    the learner's choice: it stays."""
+    (tmp_path / "window_backend.py").write_text("from matplotlib.backends.backend_agg import FigureCanvasAgg as "
+                                                 "FigureCanvas  # noqa: F401\n")
+    monkeypatch.setenv("MPLBACKEND", "module://window_backend")
+    (switched,) = run_cells(["from labkit.figures import show_figures_inline\n"
+                             "import matplotlib\nprint(show_figures_inline(), matplotlib.get_backend())"], tmp_path)
+    assert switched.outputs[0]["text"].split() == ["False", "module://window_backend"]
 
 
 def test_outside_a_kernel_nothing_changes():

@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from rendered import seen_problems
 
 from labkit.checks import NOT_FILLED_IN, STRICT_ENV
 from labkit.course.notebook_runner import execute_notebook
@@ -543,8 +544,10 @@ def test_the_leak_test_sees_a_find_the_bug_cell_that_holds_the_fix():
 # ---------------------------------------------------------------------------------------------
 
 # A learner's kernel (a failing check prints, never raises), one thread each so that copies run
-# side by side without fighting for the cores, and figures not rendered (nobody looks at them here).
-KERNEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+# side by side without fighting for the cores. The figures are drawn as a learner's JupyterLab draws
+# them (its default backend, unless the caller's environment names one, as CI's second pass does),
+# and what the copy shows is read as a front end shows it (tests/rendered.py).
+KERNEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def _check_words(lang: str) -> tuple[str, str]:
@@ -562,7 +565,7 @@ def _run_copy(path: Path, folder: Path, lang: str = "en") -> list[str]:
         execute_notebook(notebook, folder, env=env)
     except Exception as error:  # a failing cell, a dead kernel or a timeout: the copy does not run
         return [f"{path.name}: the copy does not run top to bottom: {type(error).__name__}: {str(error)[-600:]}"]
-    problems = []
+    problems = seen_problems(notebook, f"{path.name} (learner copy, run)")
     for i, cell in enumerate(notebook.cells):
         if "exercise" not in tags(cell):
             continue
