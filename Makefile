@@ -14,7 +14,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The Python that creates .venv: python3.11 (what the course pins), else 3.12 or 3.13, else python3. The
 # range, 3.11 to 3.13, is pyproject.toml's requires-python; `make pythons` checks both of its ends.
-PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),$(shell command -v python3.12 2>/dev/null),$(shell command -v python3.13 2>/dev/null),$(shell command -v python3 2>/dev/null),python3)
+# Each candidate is asked for its own path, so a pyenv shim that names a version it cannot run is skipped.
+ifndef PYTHON
+PYTHON := $(or $(firstword $(foreach candidate,python3.11 python3.12 python3.13 python3,\
+	$(shell $(candidate) -c 'import sys; print(sys.executable)' 2>/dev/null))),python3)
+endif
 # LANG=zh-CN asks for the Chinese edition (简体中文), and so does a Chinese locale (zh_CN.UTF-8); LANG=en for
 # English; ATTENTION_LAB_LANG, when set, decides. The targets that show the learner something pass it on as --lang.
 EDITION := $(or $(ATTENTION_LAB_LANG),$(if $(filter zh%,$(LANG)),zh-CN,en))
