@@ -32,6 +32,7 @@ ARGS ?=
 FORCE ?=
 SOLUTIONS ?=
 FILE ?=
+ROUTE ?=
 
 .PHONY: help setup lab answers workspace test pythons list exp experiments quiz grade notebooks translations portability slides bench train-tiny clean distclean
 
@@ -105,10 +106,10 @@ exp: ## run one module's experiment scripts: make exp M=03
 experiments: setup ## run every module's experiment scripts
 	@$(CLI) experiments
 
-quiz: ## take a module's quiz in the terminal: make quiz M=03
+quiz: ## take a module's quiz in the terminal: make quiz M=03 (ROUTE=express: the core's questions only)
 	@$(CHECK) quiz "$(M)"
 	@$(MAKE) --no-print-directory setup
-	@$(CLI) quiz "$(M)"
+	@$(CLI) quiz "$(M)" $(if $(ROUTE),--route "$(ROUTE)")
 
 # The grader's own exit status is 0 (every stage passes), 1 (a stage fails), 2 (a usage mistake);
 # make reports any failure as its own status 2, so scripts that need the difference call

@@ -3,7 +3,7 @@
     python -m labkit.course list             modules, and which parts each has
     python -m labkit.course exp 03           run module 03's experiment scripts
     python -m labkit.course experiments      run every module's experiment scripts
-    python -m labkit.course quiz 03          take module 03's quiz in the terminal
+    python -m labkit.course quiz 03 [--route express]  take module 03's quiz in the terminal
     python -m labkit.course notebooks [03]   re-execute notebooks, storing fresh outputs
     python -m labkit.course workspace [03] [--force]  your copies (workspace/): made where missing
     python -m labkit.course slides 03 [--no-solutions]  module 03's notebook as offline slides
@@ -26,7 +26,7 @@ from pathlib import Path
 from labkit.course.machines import ENVIRONMENTS
 from labkit.experiment import writable_folder
 from labkit.i18n import LANGUAGES, edition_folder, language, use_language
-from labkit.quiz import QuizError, load_quiz, run_terminal_quiz
+from labkit.quiz import ROUTES, QuizError, load_quiz, run_terminal_quiz
 from labkit.syllabus import CourseError, all_modules, check, find_course_root
 
 
@@ -89,15 +89,16 @@ def cmd_experiments(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_quiz(args: argparse.Namespace, root: Path) -> int:
-    """Take the module's quiz in the terminal. A malformed quiz file is a mistake its author can
-    fix, so the validator's lines (one per problem) are all that is printed, with exit status 2;
-    quitting early (q, Ctrl-D, Ctrl-C) still shows the score and is no failure."""
+    """Take the module's quiz in the terminal, on the full course or the express route (its core's
+    questions only). A malformed quiz file is a mistake its author can fix, so the validator's lines
+    (one per problem) are all that is printed, with exit status 2; quitting early (q, Ctrl-D, Ctrl-C)
+    still shows the score and is no failure."""
     path = check("quiz", args.module, root).quiz
     try:
         quiz = load_quiz(path)
     except QuizError as error:
         raise CourseError(str(error)) from None
-    run_terminal_quiz(quiz)
+    run_terminal_quiz(quiz, route=args.route)
     return 0
 
 
@@ -260,6 +261,9 @@ def _parser() -> argparse.ArgumentParser:
         run=cmd_experiments)
     quiz = commands.add_parser("quiz", help="take a module's quiz in the terminal")
     quiz.add_argument("module", help="module number, e.g. 03 or 3")
+    quiz.add_argument("--route", choices=ROUTES, default="full",
+                      help="full (every question, the default) or express (the core's questions only); "
+                           "make passes it from ROUTE=")
     quiz.set_defaults(run=cmd_quiz)
     notebooks = commands.add_parser("notebooks", help="re-execute notebooks in place")
     notebooks.add_argument("module", nargs="?", default="", help="module number (default: all)")

@@ -21,6 +21,10 @@ The rule reads a module's notebook (and, for the full course, its quiz) and noth
   (`<!-- ... -->`) left out. 130 words a minute is reading to understand, not skimming.
 - A code cell costs half a minute (read it, run it, look at its output); a predict cell one more
   (commit to an answer); a find-the-bug cell or an exercise eight more (write and check code).
+- **The express route's quiz** asks the questions on the core only: a question about a deep dive's
+  material is marked `"deep_dive": true` in the quiz file (quizzes/README.md), and
+  `quiz_questions(quiz, "express")` counts the others (`Clock.core_quiz_questions`). The express
+  minutes above do not count them yet.
 - **The guide is not counted.** It is optional reading beside the notebook (the same ideas, with
   the formulas and the code guide to look things up later), so a route is the notebooks (and, for
   the full course, the exercises and the quiz).
@@ -47,7 +51,7 @@ QUIZ_QUESTION = 1
 
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 
-__all__ = ["Clock", "clock", "course_clock", "route_totals"]
+__all__ = ["Clock", "clock", "course_clock", "quiz_questions", "route_totals"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class Clock:
     all_bugs: int
     exercises: int
     quiz_questions: int
+    core_quiz_questions: int = 0  # those the express route asks: not marked deep_dive
 
     @property
     def express(self) -> float:
@@ -103,10 +108,20 @@ def clock(notebook: Path, quiz: Path | None = None) -> Clock:
                 counts[f"{scope}_bugs"] += "find-the-bug" in tags
         if cell["cell_type"] == "code" and "solution" in tags and "find-the-bug" not in tags:
             counts["exercises"] += 1
-    questions = 0
-    if quiz is not None and Path(quiz).is_file():
-        questions = len(json.loads(Path(quiz).read_text(encoding="utf-8"))["questions"])
-    return Clock(Path(notebook).stem.split("_", 1)[0], quiz_questions=questions, **counts)
+    return Clock(Path(notebook).stem.split("_", 1)[0], quiz_questions=quiz_questions(quiz, "full"),
+                 core_quiz_questions=quiz_questions(quiz, "express"), **counts)
+
+
+def quiz_questions(quiz: Path | None, route: str = "full") -> int:
+    """How many questions of a quiz file a route asks: all of them on the full course, those not
+    marked `"deep_dive": true` on the express route (as labkit.quiz's Quiz.on_route picks them);
+    0 with no quiz file."""
+    if route not in ("full", "express"):
+        raise ValueError(f"route must be 'full' or 'express'; got {route!r}.")
+    if quiz is None or not Path(quiz).is_file():
+        return 0
+    questions = json.loads(Path(quiz).read_text(encoding="utf-8"))["questions"]
+    return len(questions) if route == "full" else sum(question.get("deep_dive") is not True for question in questions)
 
 
 def course_clock(root: Path | None = None) -> dict[str, Clock]:
@@ -136,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
           f"exercises, quiz")
     for number, c in clocks.items():
         print(f"{number:8}{c.express:9.0f}{c.full:7.0f}   {c.core_words}/{c.all_words}, {c.core_code}/{c.all_code}, "
-              f"{c.core_predict}/{c.all_predict}, {c.core_bugs}/{c.all_bugs}, {c.exercises}, {c.quiz_questions}")
+              f"{c.core_predict}/{c.all_predict}, {c.core_bugs}/{c.all_bugs}, {c.exercises}, "
+              f"{c.core_quiz_questions}/{c.quiz_questions}")
     for route, minutes in route_totals(clocks).items():
         print(f"{route}: {minutes:.0f} minutes ({minutes / 60:.1f} h)")
     return 0

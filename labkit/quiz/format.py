@@ -36,18 +36,18 @@ MAX_CHECK_CHARS = 3000
 TOP_KEYS = ("module", "title", "description", "questions")
 QUESTION_KEYS = {
     "single": ("id", "type", "question", "choices", "answer", "explanation", "hint", "check",
-               "unchecked"),
+               "unchecked", "deep_dive"),
     "multiple": ("id", "type", "question", "choices", "answer", "explanation", "hint", "check",
-                 "unchecked"),
+                 "unchecked", "deep_dive"),
     "numeric": ("id", "type", "question", "answer", "tolerance", "unit", "explanation", "hint",
-                "check", "unchecked"),
+                "check", "unchecked", "deep_dive"),
 }
 CHECK_KEYS = {
     "single": ("code", "choices"),
-    "multiple": ("code", "choices"),
+    "multiple": ("code", "choices", "unchecked"),
     "numeric": ("code", "value", "within"),
 }
-_OPTIONAL = {"description", "hint", "unit", "check", "unchecked"}
+_OPTIONAL = {"description", "hint", "unit", "check", "unchecked", "deep_dive"}
 _ANY_QUESTION_KEYS = tuple(dict.fromkeys(k for keys in QUESTION_KEYS.values() for k in keys))
 
 # What a missing key should hold, for the message that asks for it.
@@ -374,13 +374,17 @@ def _parse_question(obj: Any, number: int, source: str, ids: dict[str, int],
         count = len(choices) if choices else None
         check = _check(obj["check"], qtype, count, answer, place)
     unchecked = _text(obj, "unchecked", place)
+    deep_dive = obj.get("deep_dive", False)
+    if not isinstance(deep_dive, bool):
+        place.add(f'"deep_dive" must be true (the question is on a deep dive) or false (on the core, '
+                  f'the default); found {_describe(deep_dive)}.')
     if "check" in obj and "unchecked" in obj:
         place.add('has both "check" and "unchecked"; keep "check" if it decides the question, '
                   'else "unchecked" with the reason no code can.')
     if len(problems) > before:
         return None
     return Question(qid, qtype, text, answer, explanation, choices, tolerance, unit, hint, check,
-                    unchecked)
+                    unchecked, deep_dive)
 
 
 def _check(value: Any, qtype: str, count: int | None, answer: Any, place: _Place) -> Check | None:
@@ -408,6 +412,7 @@ def _check(value: Any, qtype: str, count: int | None, answer: Any, place: _Place
     else:
         expressions += _check_choices(value.get("choices"), "choices" in value, qtype, count,
                                       answer, place)
+    reasons = _unchecked_choices(value, qtype, count, dict(expressions), place)
     compiled = []
     for index, expression in expressions:
         name = '"check" "value"' if index is None else f'"check" choice {letter(index)}'
@@ -422,7 +427,7 @@ def _check(value: Any, qtype: str, count: int | None, answer: Any, place: _Place
         return None
     if qtype == "numeric":
         return Check(code=code, value=compiled[0][1], within=within)
-    return Check(code=code, choices=tuple(sorted(compiled)))
+    return Check(code=code, choices=tuple(sorted(compiled)), unchecked=tuple(sorted(reasons.items())))
 
 
 def _code(value: Any, place: _Place) -> str:
@@ -484,6 +489,38 @@ def _check_choices(value: Any, given: bool, qtype: str, count: int | None, answe
         place.add(f'"check" "choices" leaves out {letter(answer)}, the right choice; a check of a '
                   f'"single" question decides the right choice at least.')
     return found
+
+
+def _unchecked_choices(check: dict, qtype: str, count: int | None, decided: dict, place: _Place) -> dict[int, str]:
+    """A multiple-choice check's "unchecked": {letter: why no code can decide that choice}. Every
+    choice is decided by an expression or has its reason here, never both, so that a check is
+    held against every change of the key (tests/course/test_quiz_checks.py)."""
+    if qtype != "multiple":
+        return {}
+    value = check.get("unchecked", {})
+    if not isinstance(value, dict) or ("unchecked" in check and not value):
+        place.add(f'"check" "unchecked" must be a non-empty object from choice letters to the reason no '
+                  f'code can decide that choice, such as {{"D": "a fact about GPU hardware"}}; found '
+                  f'{_describe(value)}.')
+        return {}
+    last = letter((count or MAX_CHOICES) - 1)
+    reasons = {}
+    for key, reason in value.items():
+        if not (isinstance(key, str) and len(key) == 1 and "A" <= key <= last):
+            place.add(f'"check" "unchecked" has the key {json.dumps(key)}; its keys are choice letters, '
+                      f'A to {last}.')
+        elif ord(key) - ord("A") in decided:
+            place.add(f'"check" decides choice {key} and also gives a reason it cannot; keep one.')
+        elif _text({"r": reason}, "r", place, f'"check" "unchecked" {key}') is not None:
+            reasons[ord(key) - ord("A")] = reason
+    if count is not None and isinstance(check.get("choices"), dict) and check["choices"]:
+        silent = [letter(i) for i in range(count) if i not in decided and i not in reasons
+                  and letter(i) not in value]
+        if silent:
+            place.add(f'"check" leaves choice{"s" if len(silent) > 1 else ""} {", ".join(silent)} '
+                      f'undecided; give each an expression in "choices", or in "unchecked" the reason no '
+                      f'code can decide it (a wrong key must not pass unseen).')
+    return reasons
 
 
 def _choices(obj: dict, place: _Place) -> tuple[str, ...]:
@@ -596,9 +633,11 @@ def _check_schema(qtype: str) -> dict:
         properties = {"code": _CODE, "value": _NONEMPTY, "within": {"type": "number", "minimum": 0}}
         required = ["value"]
     else:
-        properties = {"code": _CODE, "choices": {
-            "type": "object", "minProperties": 1, "additionalProperties": False,
-            "patternProperties": {f"^[A-{letter(MAX_CHOICES - 1)}]$": _NONEMPTY}}}
+        by_letter = {"type": "object", "minProperties": 1, "additionalProperties": False,
+                     "patternProperties": {f"^[A-{letter(MAX_CHOICES - 1)}]$": _NONEMPTY}}
+        properties = {"code": _CODE, "choices": by_letter}
+        if qtype == "multiple":
+            properties["unchecked"] = by_letter
         required = ["choices"]
     assert set(properties) == set(CHECK_KEYS[qtype])
     return {"type": "object", "required": required, "additionalProperties": False,
@@ -608,7 +647,8 @@ def _check_schema(qtype: str) -> dict:
 def _question_schema(qtype: str, answer: dict, **extra: dict) -> dict:
     required = [k for k in QUESTION_KEYS[qtype] if k not in _OPTIONAL]
     properties = {**_COMMON, "type": {"const": qtype}, "answer": answer,
-                  "check": _check_schema(qtype), "unchecked": _NONEMPTY, **extra}
+                  "check": _check_schema(qtype), "unchecked": _NONEMPTY, "deep_dive": {"type": "boolean"},
+                  **extra}
     assert set(properties) == set(QUESTION_KEYS[qtype])
     return {"type": "object", "required": required, "additionalProperties": False,
             "properties": properties, "not": {"required": ["check", "unchecked"]}}

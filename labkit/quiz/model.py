@@ -22,7 +22,7 @@ import math
 import numbers
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labkit.i18n import language, phrase, tr
@@ -66,6 +66,7 @@ class Check:
     value: str | None = None
     within: float | None = None
     choices: tuple[tuple[int, str], ...] = ()
+    unchecked: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ class Question:
     `answer` is a choice index (single), a sorted tuple of indices (multiple) or a number
     (numeric); `choices` is empty for numeric questions, `tolerance` and `unit` are None for the
     others. `check` (code that decides the question) and `unchecked` (why no code can) are for the
-    course's tests: they are left out of the repr, and no front end shows them.
+    course's tests: they are left out of the repr, and no front end shows them. `deep_dive` marks a
+    question on a deep dive's material, which the express route's quiz leaves out (`Quiz.on_route`).
     """
 
     id: str
@@ -89,6 +91,7 @@ class Question:
     hint: str | None = None
     check: Check | None = field(default=None, repr=False, compare=False)
     unchecked: str | None = field(default=None, repr=False, compare=False)
+    deep_dive: bool = False
 
     def grade(self, response: Any) -> Feedback:
         """Mark a response: a choice index (single), an iterable of indices (multiple: right only
@@ -193,6 +196,11 @@ class Tries:
         return Feedback(False, join_sentences(tr(NOT_RIGHT), tr(TRY_AGAIN)) + hint, revealed=False)
 
 
+# The routes through the course (README, "Routes"): the express route reads the core sections only,
+# so its quiz leaves out the questions marked `deep_dive`; the full course asks every question.
+ROUTES = ("full", "express")
+
+
 @dataclass(frozen=True)
 class Quiz:
     """A module's quiz: `module` is its NN_slug, `questions` a tuple of `Question`."""
@@ -201,6 +209,34 @@ class Quiz:
     title: str
     questions: tuple[Question, ...]
     description: str | None = None
+
+    def on_route(self, route: str) -> Quiz:
+        """The quiz a route asks: every question on the full course, the core's alone (those not
+        marked `deep_dive`) on the express route. Any other route is a ValueError naming both."""
+        if route not in ROUTES:
+            raise ValueError(f"route must be {' or '.join(repr(r) for r in ROUTES)}; got {route!r}.")
+        if route == "full":
+            return self
+        return replace(self, questions=tuple(q for q in self.questions if not q.deep_dive))
+
+
+def route_note(quiz: Quiz, route: str) -> str | None:
+    """What a route leaves out of `quiz`, for the front ends to say under its title (None on the
+    full course): "Express route: the 8 questions on the core; the 6 on deep dives are left out." """
+    asked = quiz.on_route(route)
+    if route == "full":
+        return None
+    left_out = len(quiz.questions) - len(asked.questions)
+    if not left_out:
+        return tr("Express route: all {count} questions are on the core.", count=len(asked.questions))
+    return tr("Express route: the {core} questions on the core; the {deep} on deep dives are left out.",
+              core=len(asked.questions), deep=left_out)
+
+
+def question_heading(question: Question, number: int, total: int) -> str:
+    """"Question 3 of 11", and "(deep dive)" after it for a question on a deep dive's material."""
+    heading = tr("Question {number} of {total}", number=number, total=total)
+    return tr("{heading} (deep dive)", heading=heading) if question.deep_dive else heading
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
-"""Quiz text for a terminal: inline LaTeX as Unicode, Markdown code without its backticks.
+"""Formulas for a terminal: inline LaTeX as Unicode.
 
-The quizzes are written for the notebook widget, which renders `$...$` and `` `code` ``. A
-terminal shows neither, so `plain_text` turns the simple formulas the quizzes use into what a
-reader would write by hand (`$\\theta_i = b^{-2i/d}$` -> `θᵢ = b⁻²ⁱᐟᵈ`, `$\\frac{1}{d}$` -> `1/d`),
-and drops the backticks around code. A superscript or subscript that Unicode has no small letters
-for keeps a plain `^(...)` or `_(...)`. Standard library only.
+The quizzes are written for the notebook widget, which renders `$...$` with MathJax. A terminal
+cannot, so `plain_formula` turns the simple formulas the quizzes use into what a reader would write
+by hand (`\\theta_i = b^{-2i/d}` -> `θᵢ = b⁻²ⁱᐟᵈ`, `\\frac{1}{d}` -> `1/d`). A superscript or
+subscript that Unicode has no small letters for keeps a plain `^(...)` or `_(...)`. The rest of a
+quiz's Markdown (code, emphasis, links) is markdown.py's. Standard library only.
 """
 
 from __future__ import annotations
@@ -25,14 +25,6 @@ _SUPER = dict(zip("0123456789+-=()abcdefghijklmnoprstuvwxyzABDEGHIJKLMNOPRTUVW/�
                   "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻᴬᴮᴰᴱᴳᴴᴵᴶᴷᴸᴹᴺᴼᴾᴿᵀᵁⱽᵂᐟᵀ"))
 _SUB = dict(zip("0123456789+-=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
 _WRAPPERS = ("mathrm", "text", "operatorname", "mathbf", "mathit", "textrm", "mathsf")
-
-
-def plain_text(text: str) -> str:
-    """`text` with every `$...$` formula in Unicode and every `code` span without backticks."""
-    text = re.sub(r"`([^`]*)`", r"\1", text)
-    text = re.sub(r"\$\$(.+?)\$\$|\$(.+?)\$", lambda m: plain_formula(m.group(1) or m.group(2)), text,
-                  flags=re.S)
-    return text.replace("\\$", "$").replace("$", "")  # an unmatched dollar would only confuse
 
 
 def plain_formula(tex: str) -> str:

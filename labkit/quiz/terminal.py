@@ -7,15 +7,25 @@ import json
 import re
 import shutil
 import sys
-import textwrap
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 from labkit.i18n import language, phrase, tr
 from labkit.quiz.format import QUIZ_SCHEMA, QuizError, load_quiz
-from labkit.quiz.model import Feedback, Question, Quiz, Score, Tries, letter, parse_response, shown
-from labkit.quiz.plain_math import plain_text
+from labkit.quiz.markdown import paint, plain_text, spans, terminal_shows_styles
+from labkit.quiz.model import (
+    Feedback,
+    Question,
+    Quiz,
+    Score,
+    Tries,
+    letter,
+    parse_response,
+    question_heading,
+    route_note,
+    shown,
+)
 
 
 def _kind_note(question: Question, terminal: bool = False) -> str | None:
@@ -51,37 +61,51 @@ _INSTRUCTIONS = phrase("Answer with a letter (B), letters (A,C) or a number, the
 def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
                       input_fn: Callable[[str], str] = input,
                       print_fn: Callable[..., None] = print,
-                      width: int | None = None) -> Score:
+                      width: int | None = None,
+                      route: str = "full",
+                      styles: bool | None = None) -> Score:
     """Take a quiz in the terminal, one question at a time, and return the score.
 
     Each question follows the rule of model.Tries: a first wrong answer is told so and gets the
     hint, and is asked again; the answer and the explanation come after a right answer or a second
     wrong one; the score counts first tries. An answer that cannot be read is explained and asked
     again (it does not count); "s" or an empty line skips, "q", end of input (Ctrl-D) or Ctrl-C
-    stops with the score so far. Text is wrapped to `width` (default: the terminal's, else 80), its formulas in Unicode
-    and its code without backticks (plain_math.plain_text). A malformed quiz file raises QuizError
-    before anything is shown.
+    stops with the score so far. `route="express"` asks only the core's questions (model.Quiz.on_route;
+    ValueError for an unknown route), and says how many were left out.
+
+    Text is wrapped to `width` (default: the terminal's, else 80), its Markdown drawn as a terminal
+    draws it (markdown.py): bold, italics, code and links in ANSI styles when `styles` is true, as
+    plain text when false, and by default in styles only when standard output is a terminal that
+    shows them and NO_COLOR is not set. A malformed quiz file raises QuizError before anything is
+    shown.
     """
     quiz = path_or_quiz if isinstance(path_or_quiz, Quiz) else load_quiz(path_or_quiz)
+    asked = quiz.on_route(route)
     width = width or shutil.get_terminal_size((80, 24)).columns
+    styles = terminal_shows_styles() if styles is None else styles
 
     wrap = _wrap_wide if language() == "zh-CN" else _wrap
 
     def say(text: str = "", indent: str = "", hanging: str | None = None) -> None:
-        for paragraph in plain_text(text).split("\n"):
-            for line in wrap(paragraph, width, indent, hanging or indent) or [""]:
-                print_fn(line)
+        plain, character_styles = spans(text)
+        lines = [line for paragraph in plain.split("\n")
+                 for line in wrap(paragraph, width, indent, hanging or indent) or [""]]
+        for line in paint(lines, plain, character_styles) if styles else lines:
+            print_fn(line)
 
     title = shown(quiz.title)
     say(title)
-    say("=" * min(_columns(title), width))
+    say("=" * min(_columns(plain_text(title)), width))
     if quiz.description:
         say(shown(quiz.description))
+    note = route_note(quiz, route)
+    if note:
+        say(note)
     say(tr(_INSTRUCTIONS))
-    total, right, answered, skipped = len(quiz.questions), 0, 0, 0
-    for number, question in enumerate(quiz.questions, 1):
+    total, right, answered, skipped = len(asked.questions), 0, 0, 0
+    for number, question in enumerate(asked.questions, 1):
         say()
-        say(tr("Question {number} of {total}", number=number, total=total))
+        say(question_heading(question, number, total))
         say(shown(question.question))
         for index, choice in enumerate(question.choices):
             say(f"{letter(index)}. {shown(choice)}", indent="  ", hanging="     ")
@@ -111,8 +135,16 @@ def run_terminal_quiz(path_or_quiz: str | Path | Quiz, *,
 
 
 def _wrap(paragraph: str, width: int, indent: str, hanging: str) -> list[str]:
-    return textwrap.wrap(paragraph, width, initial_indent=indent, subsequent_indent=hanging,
-                         break_long_words=False, break_on_hyphens=False)
+    """Wrap at spaces to `width` columns, as textwrap would with whole words (a word longer than the
+    line gets a line of its own), the first line after `indent`, the others after `hanging`."""
+    lines, line = [], ""
+    for space, word in re.findall(r"(\s*)(\S+)", paragraph):
+        gap = " " * len(space) if line else ""
+        if line and _columns(line + gap + word) > width:
+            lines.append(line)
+            line = ""
+        line = (line + gap if line else (hanging if lines else indent)) + word
+    return [*lines, line] if line else lines
 
 
 def _columns(text: str) -> int:

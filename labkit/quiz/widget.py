@@ -29,28 +29,48 @@ from IPython.display import display
 
 from labkit.i18n import language, tr
 from labkit.quiz import Feedback, Question, Quiz, Score, Tries, letter, load_quiz, parse_response, quiz_text
-from labkit.quiz.model import shown
+from labkit.quiz.markdown import BOLD, EMPHASIS, ITALIC, LINK
+from labkit.quiz.model import ROUTES, question_heading, route_note, shown
 from labkit.syllabus import ROOT_ENV, CourseError, _holds_a_module, find_course_root, get_module, quiz_path
 
 _RIGHT, _WRONG = "#1a7f37", "#b35900"  # green and orange: readable on light and dark themes
 _MATH = re.compile(r"(\$\$.+?\$\$|\$.+?\$)", re.S)
+_TAGS = {BOLD: "b", ITALIC: "i"}
 
 
 def markup(text: str) -> str:
-    """Quiz text as HTML for HTMLMath: HTML-escaped, `code` and **bold** outside $...$, line breaks
-    kept. Math is left as written (only escaped), for MathJax to typeset."""
+    """Quiz text as HTML for HTMLMath: HTML-escaped, `code`, **bold**, *italics* and [links](url)
+    outside $...$ (the subset the terminal draws too, markdown.py), line breaks kept. Math is left
+    as written (only escaped), for MathJax to typeset. A link opens in a new tab; one whose address
+    is not http(s) or a relative path (javascript:, data:) stays text."""
     parts = _MATH.split(text)
     for i in range(0, len(parts), 2):  # the even parts are outside math
-        plain = html.escape(parts[i], quote=False)
-        plain = re.sub(r"`([^`]+)`", r"<code>\1</code>", plain)
-        parts[i] = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", plain)
+        codes: list[str] = []
+
+        def hold(match: re.Match) -> str:  # a code span stands as one private-use character meanwhile
+            codes.append(f"<code>{html.escape(match.group(1), quote=False)}</code>")
+            return chr(0xE000 + len(codes) - 1)
+
+        plain = html.escape(re.sub(r"`([^`]+)`", hold, parts[i]), quote=False)
+        for style, pattern in EMPHASIS:
+            plain = pattern.sub(_link if style == LINK else rf"<{_TAGS[style]}>\1</{_TAGS[style]}>", plain)
+        parts[i] = re.sub("[\ue000-\uf8ff]", lambda m: codes[ord(m.group(0)) - 0xE000]
+                          if ord(m.group(0)) - 0xE000 < len(codes) else m.group(0), plain)
     for i in range(1, len(parts), 2):
         parts[i] = html.escape(parts[i], quote=False)
     return "".join(parts).replace("\n", "<br>")
 
 
+def _link(match: re.Match) -> str:
+    label, address = match.groups()
+    if re.match(r"[A-Za-z][\w+.-]*:", address) and not re.match(r"https?://", address):
+        return match.group(0)  # javascript:, data:, file: ... stay text
+    return f'<a href="{html.escape(html.unescape(address))}" target="_blank" rel="noopener">{label}</a>'
+
+
 def _has_markup(text: str) -> bool:
-    return "$" in text or "`" in text or "**" in text
+    """Whether `text` holds math or Markdown, which a radio button's plain label cannot show."""
+    return bool(_MATH.search(text)) or markup(text) != html.escape(text, quote=False).replace("\n", "<br>")
 
 
 def _feedback_html(feedback: Feedback) -> str:
@@ -74,7 +94,7 @@ class _QuestionView:
         self.question, self.on_first_try = question, on_first_try
         self.tries = Tries(question)
         parts: list[widgets.Widget] = [
-            widgets.HTML(f"<b>{html.escape(tr('Question {number} of {total}', number=number, total=total))}</b>"),
+            widgets.HTML(f"<b>{html.escape(question_heading(question, number, total))}</b>"),
             widgets.HTMLMath(markup(shown(question.question))),
         ]
         parts += self._answer_widgets()
@@ -137,9 +157,12 @@ class _QuestionView:
             self.on_first_try(feedback.correct)
 
 
-def quiz_widget(quiz: Quiz) -> widgets.VBox:
+def quiz_widget(quiz: Quiz, route: str = "full") -> widgets.VBox:
     """The quiz as one VBox: a title, a box per question (prompt, answer input, Check button,
-    feedback) and a running score at the bottom, which counts first tries (model.Tries)."""
+    feedback) and a running score at the bottom, which counts first tries (model.Tries). On the
+    express route, only the core's questions, and a line under the title saying what is left out."""
+    note = route_note(quiz, route)
+    quiz, full = quiz.on_route(route), quiz
     total = len(quiz.questions)
     first_tries: dict[int, bool] = {}
     score = widgets.Label()
@@ -154,9 +177,11 @@ def quiz_widget(quiz: Quiz) -> widgets.VBox:
         return record
 
     show_score()
-    head = f"<h3>{html.escape(shown(quiz.title))}</h3>"
-    if quiz.description:
-        head += f"<p>{markup(shown(quiz.description))}</p>"
+    head = f"<h3>{html.escape(shown(full.title))}</h3>"
+    if full.description:
+        head += f"<p>{markup(shown(full.description))}</p>"
+    if note:
+        head += f"<p><i>{html.escape(note)}</i></p>"
     views = [_QuestionView(q, n, total, recorder(n)) for n, q in enumerate(quiz.questions, 1)]
     return widgets.VBox([widgets.HTMLMath(head), *(view.box for view in views), score])
 
@@ -202,26 +227,30 @@ def _course_root() -> Path:
                           f"path: show_quiz(\"/path/to/the/course/quizzes/NN_slug.json\").") from None
 
 
-def show_quiz(source: Quiz | str | Path | int) -> None:
+def show_quiz(source: Quiz | str | Path | int, route: str = "full") -> None:
     """Show a quiz in a notebook, once: one output holding the interactive widget, and the
     questions as text and HTML (without answers) for a reader without a kernel. Returns None, so
-    the cell does not display it twice."""
+    the cell does not display it twice. `route="express"` asks only the questions on the core,
+    as the express route reads only the core (`"full"`, the default, asks them all)."""
+    if route not in ROUTES:  # named before anything is looked up or drawn
+        raise ValueError(f"show_quiz's route must be {' or '.join(repr(r) for r in ROUTES)}; got {route!r}.")
     quiz = resolve_quiz(source)
-    display(quiz_bundle(quiz, quiz_widget(quiz)), raw=True)
+    display(quiz_bundle(quiz, quiz_widget(quiz, route), route), raw=True)
 
 
-def quiz_bundle(quiz: Quiz, widget: widgets.Widget) -> dict:
+def quiz_bundle(quiz: Quiz, widget: widgets.Widget, route: str = "full") -> dict:
     """One display bundle, three forms of the quiz: a front end with a kernel draws the widget (the
     richest form it knows); one without (a code host, a notebook viewer) shows the HTML or the text,
     which are deterministic, so strict nbval can compare the text."""
     number = re.match(r"(\d\d)_", quiz.module)
     if number:
-        lang = " LANG=zh-CN" if language() == "zh-CN" else ""
+        options = (" LANG=zh-CN" if language() == "zh-CN" else "") + (f" ROUTE={route}" if route != "full" else "")
         where = tr("Answer in the quiz widget (it needs a running kernel), or in a terminal: {command}.",
-                   command=f"make quiz M={number.group(1)}{lang}")
+                   command=f"make quiz M={number.group(1)}{options}")
     else:
         where = tr("Answer in the quiz widget (it needs a running kernel).")
-    text = f"{quiz_text(quiz)}\n\n{where}"
+    note = route_note(quiz, route)
+    text = f"{quiz_text(quiz.on_route(route))}\n\n{note + chr(10) if note else ''}{where}"
     bundle = widget._repr_mimebundle_()
     bundle["text/plain"] = text
     bundle["text/html"] = f"<pre>{html.escape(text, quote=False)}</pre>"

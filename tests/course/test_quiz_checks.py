@@ -25,29 +25,56 @@ EXTRA = {"experiment": load_experiment}
 
 
 @pytest.mark.parametrize(("quiz", "question"), CHECKED, ids=lambda x: getattr(x, "id", None) or x.module)
-def test_check_agrees_with_the_key_and_could_disagree(quiz, question):
+def test_check_agrees_with_the_key_and_refuses_every_wrong_key(quiz, question):
     try:
         outcome = run_check(question, EXTRA)
     except CheckFailed as error:
         pytest.fail(f"quizzes/{quiz.module}.json: {error}")
     assert not disagreements(question, outcome), f"quizzes/{quiz.module}.json: " + "\n".join(
         disagreements(question, outcome))
-    wrong = _wrong_key(question)
-    assert disagreements(wrong, outcome), (
-        f"quizzes/{quiz.module}.json, '{question.id}': the check also agrees with the wrong answer "
-        f"{wrong.answer!r}, so it decides nothing")
+    accepted = [wrong.answer for wrong in wrong_keys(question) if not disagreements(wrong, outcome)]
+    assert not accepted, (f"quizzes/{quiz.module}.json, '{question.id}': the check also agrees with the "
+                          f"wrong answer{'s' if len(accepted) > 1 else ''} {accepted}, so it does not decide them")
 
 
-def _wrong_key(question):
-    """The question with a key its check must refuse: a number far outside the tolerance, the
-    right choice moved to another, or one checked choice's membership flipped."""
+def wrong_keys(question) -> list:
+    """The question with every key its check must refuse. Numeric: a number far outside the
+    tolerance, on either side. Single: the key moved to each other choice. Multiple: each single
+    choice's membership flipped (a right one left out, a false one added), for every choice the
+    check decides; a choice it records as undecidable ("unchecked") is skipped, with its reason."""
     if question.type == "numeric":
         off = 2 * max(question.tolerance, question.check.within or 0) + abs(question.answer) + 1
-        return dataclasses.replace(question, answer=question.answer + off)
+        return [dataclasses.replace(question, answer=question.answer + sign * off) for sign in (1, -1)]
     if question.type == "single":
-        return dataclasses.replace(question, answer=(question.answer + 1) % len(question.choices))
-    flipped = set(question.answer) ^ {question.check.choices[0][0]}
-    return dataclasses.replace(question, answer=tuple(sorted(flipped)))
+        return [dataclasses.replace(question, answer=other) for other in range(len(question.choices))
+                if other != question.answer]
+    undecided = {index for index, _ in question.check.unchecked}
+    return [dataclasses.replace(question, answer=tuple(sorted(set(question.answer) ^ {index})))
+            for index in range(len(question.choices)) if index not in undecided]
+
+
+def test_every_choice_of_a_multiple_choice_check_is_decided_or_says_why_not():
+    """The validator holds each file to it; this counts it over the course, and the wrong keys the
+    test above tries."""
+    for quiz, question in CHECKED:
+        if question.type == "multiple":
+            decided = {index for index, _ in question.check.choices}
+            undecided = {index for index, _ in question.check.unchecked}
+            assert decided | undecided == set(range(len(question.choices))) and not decided & undecided, (
+                f"{quiz.module} '{question.id}'")
+    tried = sum(len(wrong_keys(question)) for _, question in CHECKED)
+    assert tried > 3 * len(CHECKED), f"{tried} wrong keys for {len(CHECKED)} checked questions"
+
+
+@pytest.mark.parametrize(("module", "qid", "false_choice"), [
+    ("07_kv_cache", "gqa-what-is-cached", 2), ("09_reading_heads", "induction-needs", 2),
+    ("09_reading_heads", "induction-needs", 3), ("09_reading_heads", "score-facts", 3)])
+def test_a_false_choice_added_to_the_key_is_refused(module, qid, false_choice):
+    """The three questions whose checks once let a false choice join the key unseen (issue 35)."""
+    question = next(q for quiz in QUIZZES if quiz.module == module for q in quiz.questions if q.id == qid)
+    assert false_choice not in question.answer
+    widened = dataclasses.replace(question, answer=tuple(sorted({*question.answer, false_choice})))
+    assert disagreements(widened, run_check(question, EXTRA))
 
 
 def test_every_question_is_checked_or_says_why_not():
@@ -88,6 +115,7 @@ def test_no_front_end_shows_a_check():
                 hidden += question.check.code.splitlines()
                 hidden += [question.check.value] if question.check.value else []
                 hidden += [expression for _, expression in question.check.choices]
+                hidden += [reason for _, reason in question.check.unchecked]
             own = "\n".join([question.question, question.explanation, question.hint or "", *question.choices])
             leaked = [text for text in hidden
                       if len(text.strip()) > 12 and text.strip() in shown and text.strip() not in own]

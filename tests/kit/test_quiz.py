@@ -97,8 +97,8 @@ def test_optional_keys_may_be_left_out():
 # --- validation: every rule, with its message -----------------------------------------------------
 
 TOP = "module, title, description, questions"
-SINGLE_KEYS = "id, type, question, choices, answer, explanation, hint, check, unchecked"
-NUMERIC_KEYS = "id, type, question, answer, tolerance, unit, explanation, hint, check, unchecked"
+SINGLE_KEYS = "id, type, question, choices, answer, explanation, hint, check, unchecked, deep_dive"
+NUMERIC_KEYS = "id, type, question, answer, tolerance, unit, explanation, hint, check, unchecked, deep_dive"
 
 RULES = {
     "top-level-not-object": (lambda d: d.clear(), None),  # replaced below by a list
@@ -211,6 +211,32 @@ RULES = {
     "form-feed-from-latex": (lambda d: d["questions"][0]["choices"].__setitem__(0, "$\frac{1}{2}$"),
                              f'{Q1}: choice A contains a form feed, which is what JSON makes of "\\f": a '
                              f'LaTeX command such as \\frac needs two backslashes in the file ("\\\\frac").'),
+    "deep-dive-not-bool": (lambda d: d["questions"][0].update(deep_dive="yes"),
+                           f'{Q1}: "deep_dive" must be true (the question is on a deep dive) or false (on the '
+                           f'core, the default); found the string "yes".'),
+    "multiple-check-leaves-a-choice": (
+        lambda d: d["questions"][1].update(check={"choices": {"A": "True", "C": "True"}}),
+        f'{Q2}: "check" leaves choice B undecided; give each an expression in "choices", or in "unchecked" '
+        f'the reason no code can decide it (a wrong key must not pass unseen).'),
+    "multiple-check-decides-and-gives-up": (
+        lambda d: d["questions"][1].update(check={"choices": {"A": "True", "B": "False", "C": "True"},
+                                                  "unchecked": {"B": "no code can"}}),
+        f'{Q2}: "check" decides choice B and also gives a reason it cannot; keep one.'),
+    "unchecked-choice-past-the-choices": (
+        lambda d: d["questions"][1].update(check={"choices": {"A": "True", "B": "False", "C": "True"},
+                                                  "unchecked": {"D": "no code can"}}),
+        f'{Q2}: "check" "unchecked" has the key "D"; its keys are choice letters, A to C.'),
+    "unchecked-choice-without-a-reason": (
+        lambda d: d["questions"][1].update(check={"choices": {"A": "True", "C": "True"}, "unchecked": {"B": " "}}),
+        f'{Q2}: "check" "unchecked" B must be a non-empty string; found an empty string.'),
+    "unchecked-choices-not-an-object": (
+        lambda d: d["questions"][1].update(check={"choices": {"A": "True", "C": "True"}, "unchecked": []}),
+        f'{Q2}: "check" "unchecked" must be a non-empty object from choice letters to the reason no code can '
+        f'decide that choice, such as {{"D": "a fact about GPU hardware"}}; found an empty list.'),
+    "unchecked-choices-in-a-single-check": (
+        lambda d: d["questions"][0].update(check={"choices": {"B": "True"}, "unchecked": {"A": "no code can"}}),
+        f'{Q1}: unknown key "unchecked"; the keys allowed in the "check" of a "single" question are: code, '
+        f'choices.'),
     "newline-in-math": (lambda d: d["questions"][2].update(question="What is $\nabla f$?"),
                         f'{Q3}: "question" has a line break inside $...$, which is what JSON makes of '
                         f'"\\n": a LaTeX command such as \\nabla, \\neq or \\nu needs two backslashes in '
@@ -373,7 +399,8 @@ def test_the_schema_is_valid_and_accepts_every_valid_quiz():
 
 @pytest.mark.parametrize("rule", ["unknown-top-key", "typo-key", "key-of-another-type", "one-choice",
                                   "missing-tolerance", "negative-tolerance", "multiple-answer-empty",
-                                  "bad-id", "bad-type", "single-answer-bool"])
+                                  "bad-id", "bad-type", "single-answer-bool", "deep-dive-not-bool",
+                                  "unchecked-choices-in-a-single-check", "unchecked-choices-not-an-object"])
 def test_the_schema_refuses_what_it_can_express(rule):
     import jsonschema
 
@@ -383,7 +410,8 @@ def test_the_schema_refuses_what_it_can_express(rule):
 
 
 @pytest.mark.parametrize("rule", ["single-answer-out-of-range", "multiple-answer-out-of-range",
-                                  "duplicate-id", "tab-from-latex"])
+                                  "duplicate-id", "tab-from-latex", "multiple-check-leaves-a-choice",
+                                  "multiple-check-decides-and-gives-up"])
 def test_only_the_validator_knows_the_extra_rules(rule):
     import jsonschema
 
@@ -674,7 +702,7 @@ def test_quiz_check_command(quizzes, capsys):
     ("$\\ell \\leftarrow 3 e^{-3}$, $-\\infty \\le s$", "ℓ ← 3 e⁻³, -∞ ≤ s"),
 ])
 def test_plain_text_writes_formulas_in_unicode_and_code_without_backticks(tex, shown):
-    from labkit.quiz.plain_math import plain_text
+    from labkit.quiz.markdown import plain_text
 
     assert plain_text(tex) == shown
 
@@ -697,8 +725,10 @@ def test_the_terminal_quiz_prints_no_latex_and_no_backtick(path):
     score = run_terminal_quiz(quiz, input_fn=Script(*answers), print_fn=lambda *a: lines.append(" ".join(map(str, a))))
     assert score.answered == len(quiz.questions) and score.right == 0
     printed = "\n".join(lines)
-    assert "$" not in printed and "`" not in printed
+    assert "$" not in printed and "`" not in printed and "**" not in printed and "](" not in printed
+    assert not re.search(r"(^|\s)\*\S", printed), "an italic's asterisk was left as it is"
     assert not re.search(r"\\[A-Za-z]+", printed), "a TeX command was left as it is"
+    assert "\x1b" not in printed, "styles only on a terminal that shows them"
 
 
 def test_tries_hint_first_answer_second_and_only_the_first_try_counts():
@@ -721,3 +751,142 @@ def test_tries_hint_first_answer_second_and_only_the_first_try_counts():
     assert right_away.first_right is True
     with pytest.raises(ValueError):
         Tries(single).submit(7)  # a response of the wrong kind counts nothing
+
+
+# --- routes ---------------------------------------------------------------------------------------
+
+def printer(lines: list):
+    """A print_fn that keeps each printed line."""
+    return lambda *args: lines.append(" ".join(map(str, args)))
+
+
+def deep_sample() -> dict:
+    """The sample with its multiple-choice question on a deep dive."""
+    return changed(lambda d: d["questions"][1].update(deep_dive=True))
+
+
+def test_the_express_route_leaves_out_the_deep_dive_questions():
+    quiz = parse_quiz(deep_sample())
+    assert [q.deep_dive for q in quiz.questions] == [False, True, False]
+    assert quiz.on_route("full") is quiz
+    assert [q.id for q in quiz.on_route("express").questions] == ["scale-factor", "param-count"]
+    assert not parse_quiz(sample()).questions[1].deep_dive  # the default: core
+    with pytest.raises(ValueError, match="route must be 'full' or 'express'; got 'fast'"):
+        quiz.on_route("fast")
+
+
+def test_the_terminal_asks_the_routes_questions_and_marks_the_deep_dives():
+    lines = []
+    score = run_terminal_quiz(parse_quiz(deep_sample()), input_fn=Script("b", "786432"),
+                              print_fn=printer(lines), route="express")
+    assert score == Score(2, 2, 2)
+    assert lines[3] == "Express route: the 2 questions on the core; the 1 on deep dives are left out."
+    assert "Question 2 of 2" in lines and "Which hold for every row of weights?" not in lines
+    lines = []
+    run_terminal_quiz(parse_quiz(deep_sample()), input_fn=Script("s", "s", "s"),
+                      print_fn=printer(lines))
+    assert "Question 2 of 3 (deep dive)" in lines and "Question 1 of 3" in lines
+    assert not any(line.startswith("Express route") for line in lines)
+    lines = []
+    run_terminal_quiz(parse_quiz(sample()), input_fn=Script(), print_fn=printer(lines), route="express")
+    assert "Express route: all 3 questions are on the core." in lines
+    with pytest.raises(ValueError, match="route must be"):
+        run_terminal_quiz(parse_quiz(sample()), input_fn=Script(), print_fn=printer(lines), route="slow")
+
+
+# --- Markdown in the terminal ---------------------------------------------------------------------
+
+MARKED = changed(lambda d: d["questions"][0].update(
+    question="Which keys may the **first** query see, in *bottom-right* order, with `causal_mask(3, 8)` "
+             "(see the [glossary](../docs/glossary.md)) and d_k = 64?"))
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def marked_lines(styles, width=200):
+    lines = []
+    run_terminal_quiz(parse_quiz(MARKED), input_fn=Script(), print_fn=printer(lines), styles=styles, width=width)
+    return lines
+
+
+def test_markdown_is_plain_text_where_styles_are_not_shown():
+    assert ("Which keys may the first query see, in bottom-right order, with causal_mask(3, 8) (see the "
+            "glossary (../docs/glossary.md)) and d_k = 64?") in marked_lines(styles=False)
+
+
+def test_markdown_is_drawn_in_ansi_styles_on_a_terminal():
+    lines = marked_lines(styles=True)
+    assert ("Which keys may the \x1b[1mfirst\x1b[22m query see, in \x1b[3mbottom-right\x1b[23m order, with "
+            "\x1b[36mcausal_mask(3, 8)\x1b[39m (see the \x1b[4mglossary\x1b[24m (../docs/glossary.md)) and "
+            "d_k = 64?") in lines
+    assert [ANSI.sub("", line) for line in lines] == marked_lines(styles=False)
+
+
+def test_styled_text_wraps_by_what_shows_and_never_leaves_a_style_open():
+    plain, styled = marked_lines(styles=False, width=24), marked_lines(styles=True, width=24)
+    assert [ANSI.sub("", line) for line in styled] == plain and max(map(len, plain)) <= 24
+    for line in styled:
+        codes = ANSI.findall(line)
+        opened = [code for code in codes if code in ("\x1b[1m", "\x1b[3m", "\x1b[36m", "\x1b[4m")]
+        assert len(opened) * 2 == len(codes), line  # every style a line opens, it closes
+    assert "\x1b[4mglossary\x1b[24m" in "".join(styled)
+    assert not any(re.match(r"\x1b\[[0-9;]*m\s", line) for line in styled), "an indent is never styled"
+
+
+@pytest.mark.parametrize("tty, environment, shown", [
+    (True, {}, True), (True, {"NO_COLOR": "1"}, False), (True, {"NO_COLOR": ""}, True),
+    (True, {"TERM": "dumb"}, False), (False, {}, False)])
+def test_styles_only_on_a_terminal_that_shows_them(monkeypatch, tty, environment, shown):
+    import io
+    import sys
+
+    from labkit.quiz.markdown import terminal_shows_styles
+
+    class Stream(io.StringIO):
+        def isatty(self):
+            return tty
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setattr(sys, "platform", "linux")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert terminal_shows_styles(Stream()) is shown
+    monkeypatch.setattr(sys, "stdout", Stream())  # run_terminal_quiz decides from standard output
+    lines = []
+    run_terminal_quiz(parse_quiz(MARKED), input_fn=Script(), print_fn=printer(lines), width=200)
+    assert any("\x1b[1mfirst" in line for line in lines) is shown
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("snake_case_name and d_k and exp2_kv_retrieval", "snake_case_name and d_k and exp2_kv_retrieval"),
+    ("a _word_ in italics", "a word in italics"),
+    ("2 * 3 * 4 and H*D", "2 * 3 * 4 and H*D"),
+    ("**bold with `x ** 2` and *it* inside**", "bold with x ** 2 and it inside"),
+    ("`$x$` is code, $x^2$ is math, \\$5 is money", "$x$ is code, x² is math, $5 is money"),
+    ("[https://arxiv.org](https://arxiv.org)", "https://arxiv.org"),
+])
+def test_markdown_reads_what_the_widget_renders_and_leaves_the_rest(text, shown):
+    from labkit.quiz.markdown import plain_text
+
+    assert plain_text(text) == shown
+
+
+def test_make_quiz_takes_the_route(quizzes, monkeypatch, capsys):
+    """`make quiz M=01 ROUTE=express` runs `python -m labkit.course quiz 01 --route express`; any other
+    route is a usage error, exit 2, naming the routes."""
+    import io
+    import sys
+
+    from labkit.course.cli import main
+
+    (quizzes / "01_attention_basics.json").write_text(json.dumps(deep_sample()), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("b\n786432\n"))
+    assert main(["quiz", "01", "--route", "express"]) == 0
+    out = capsys.readouterr().out
+    assert "the 1 on deep dives are left out" in out and "Question 2 of 2" in out
+    assert out.rstrip().endswith("Score: 2 of 2 right on the first try, 2 answered, 0 skipped.")
+    with pytest.raises(SystemExit) as stopped:
+        main(["quiz", "01", "--route", "fast"])
+    error = capsys.readouterr().err  # argparse's words, which vary a little with the Python version
+    assert stopped.value.code == 2 and re.search(r"--route: invalid choice: 'fast' \(choose from '?full'?, "
+                                                  r"'?express'?\)", error)

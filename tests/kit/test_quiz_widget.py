@@ -153,6 +153,36 @@ def test_markup_escapes_html_and_leaves_math_alone():
     assert qw.markup("$`not code`$ `code`") == "$`not code`$ <code>code</code>"
 
 
+def test_markup_renders_what_the_terminal_draws():
+    """The subset of Markdown the terminal draws (markdown.py): italics and links too, and nothing
+    inside code or math; a link that is not http(s) or a relative path stays text."""
+    assert qw.markup("*what* and _this_, not d_k or `a*b*c` or 2 * 3") == (
+        "<i>what</i> and <i>this</i>, not d_k or <code>a*b*c</code> or 2 * 3")
+    assert qw.markup("the [glossary](../docs/glossary.md#kv-cache)") == (
+        'the <a href="../docs/glossary.md#kv-cache" target="_blank" rel="noopener">glossary</a>')
+    assert qw.markup('[x](https://a.b/?q="1"&r=2)') == (
+        '<a href="https://a.b/?q=&quot;1&quot;&amp;r=2" target="_blank" rel="noopener">x</a>')
+    assert qw.markup("[click](javascript:alert(1))") == "[click](javascript:alert(1))"
+    assert qw.markup("**`code` in bold**") == "<b><code>code</code> in bold</b>"
+
+
+DEEP = {**QUIZ, "questions": [QUIZ["questions"][0], {**QUIZ["questions"][1], "deep_dive": True},
+                              *QUIZ["questions"][2:]]}
+
+
+def test_the_express_route_asks_the_core_and_says_what_it_leaves_out():
+    full = qw.quiz_widget(parse_quiz(DEEP))
+    headings = [w.value for w in find(full, widgets.HTML) if w.value.startswith("<b>Question")]
+    assert headings[:2] == ["<b>Question 1 of 4</b>", "<b>Question 2 of 4 (deep dive)</b>"]
+    express = qw.quiz_widget(parse_quiz(DEEP), route="express")
+    title, *questions, score = express.children
+    assert len(questions) == 3 and score.value == "Score: 0 of 3 right on the first try, 0 answered"
+    assert "Express route: the 3 questions on the core; the 1 on deep dives are left out." in title.value
+    assert "Which hold for a causal row?" not in str([w.value for w in find(express, widgets.HTMLMath)])
+    with pytest.raises(ValueError, match="route must be 'full' or 'express'; got 'short'"):
+        qw.quiz_widget(parse_quiz(DEEP), route="short")
+
+
 @pytest.fixture
 def course(tmp_path, monkeypatch):
     """A fake course root holding module 01's quiz, with notebooks/ as the current folder."""
@@ -197,6 +227,20 @@ def test_show_quiz_text_is_deterministic_and_hides_the_answers(course, shown):
     assert first["text/html"] == second["text/html"]
     assert "Softmax makes a distribution." not in first["text/plain"] + first["text/html"]
     assert "786" not in first["text/plain"]
+
+
+def test_show_quiz_takes_a_route(course, shown):
+    (course / "quizzes" / "01_attention_basics.json").write_text(json.dumps(DEEP))
+    qw.show_quiz("01", route="express")
+    ((bundle, _),) = shown
+    assert bundle["text/plain"] == quiz_text(parse_quiz(DEEP).on_route("express")) + (
+        "\n\nExpress route: the 3 questions on the core; the 1 on deep dives are left out.\n"
+        "Answer in the quiz widget (it needs a running kernel), or in a terminal: make quiz M=01 ROUTE=express.")
+    with pytest.raises(ValueError, match=r"show_quiz's route must be 'full' or 'express'; got 'fast'"):
+        qw.show_quiz("01", route="fast")
+    with pytest.raises(ValueError, match=r"got None"):
+        qw.show_quiz("no such quiz", route=None)  # the route is named before the source is looked up
+    assert len(shown) == 1
 
 
 def test_show_quiz_explains_a_wrong_source(course, shown):
