@@ -223,7 +223,7 @@ def test_a_malformed_quiz_lists_its_problems_with_exit_2(course, capsys):
         "only 2 choices (0 to 1).",
         "quizzes/01_attention_basics.json, question 3 ('causal-entries'): unknown key \"explaination\" "
         "(did you mean \"explanation\"?); the keys allowed in a \"numeric\" question are: id, type, "
-        "question, answer, tolerance, unit, explanation, hint, check, unchecked.",
+        "question, answer, tolerance, unit, explanation, hint, check, unchecked, deep_dive.",
         "quizzes/01_attention_basics.json, question 3 ('causal-entries'): \"explanation\" is missing; "
         "add it: why the answer is right, shown after answering.",
     ]
