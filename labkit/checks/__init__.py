@@ -178,7 +178,10 @@ def check(
     failure raises ExerciseCheckFailed after printing.
     """
     _check_arguments(name, got, expected, atol, rtol, cases)
-    texts = texts_for(name) if is_key(name) else None
+    try:
+        texts = texts_for(name) if is_key(name) else None
+    except CheckTextError as error:  # said where the author called, like every misuse of check()
+        raise CheckTextError(f"check({name!r}, ...): {error}") from None
     if cases is None:
         failure = _failure(got, expected, (), atol, rtol)
     else:

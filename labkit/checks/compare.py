@@ -153,8 +153,8 @@ def compare_arrays(got: Any, expected: Any, atol: float, rtol: float) -> str | N
     """Two tensors, or two numpy arrays: shape, then kind of dtype, then NaN/inf, then values. The
     values: where they differ and by how much, never the expected entry."""
     if isinstance(expected, torch.Tensor) and expected.is_meta:
-        raise CheckUsageError("check's expected value is a tensor on the meta device, which holds no values to "
-                              "compare with: compute the reference on the CPU.")
+        raise CheckUsageError("check(expected=...) is a tensor on the meta device (or the reference returns one), "
+                              "which holds no values to compare with: compute the reference on the CPU.")
     if tuple(got.shape) != tuple(expected.shape):
         return tr("it has shape {shape}, expected {expected}", shape=describe.shape(got.shape),
                   expected=describe.shape(expected.shape))
