@@ -67,6 +67,8 @@ def likely_mistake(got: Any, expected: Any, inputs: tuple = (), atol: float = 1e
     if isinstance(got, dict) and isinstance(expected, dict) and got.keys() == expected.keys():
         return next((kind for key in expected if compare(got[key], expected[key], atol, rtol) is not None
                      and (kind := likely_mistake(got[key], expected[key], inputs, atol, rtol))), None)
+    if isinstance(got, torch.Tensor) != isinstance(expected, torch.Tensor):
+        return None  # a tensor for an array or the other way round: compare() says so, and how to convert
     g, e = _values(got), _values(expected)
     if g is None or e is None:
         return None
