@@ -170,11 +170,17 @@ def test_a_checks_texts_are_translated_from_their_catalog_when_shown(monkeypatch
 
 
 def test_the_courses_check_texts_speak_chinese():
+    """A course check's hint comes, in Chinese, from translations/zh-CN/checks/NN_slug.md."""
+    from labkit.checks.texts import texts_for
+    from labkit.i18n.catalog import read_catalog
+
+    english = texts_for("05/prefix_lm_mask").hint_for("complement")
+    catalog = Path(__file__).resolve().parents[2] / "translations" / "zh-CN" / "checks" / "05_masking.md"
+    chinese = read_catalog(catalog).translations()[key_of(english)]
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
     said = chinese_check("05/prefix_lm_mask", lambda n, p: ~mask, lambda n, p: mask, cases=[(4, 2)]).message
     assert said.startswith("✗ prefix_lm_mask：还不对——第 1 个用例（共 1 个），输入（4, 2）：")
-    assert said.endswith("。提示：你的掩码是正确的掩码，但 True 和 False 对调了：在 minimind_ref 里和这里，"
-                         "True 都表示该查询可以关注该键（第 4 节，应用掩码）。")
+    assert said.endswith(f"。提示：{chinese}") and CHINESE.search(chinese)
 
 
 # ------------------------------------------------------------------------------------------- quiz
