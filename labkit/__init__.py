@@ -10,7 +10,8 @@ Public names, and the file that defines each (open it to see how it works):
     show_heatmaps                      heatmaps.py      one attention map or a grid, token labels, one colour scale
     show_figures_inline                figures.py       figures below the cells, whatever MPLBACKEND says
     interact, show_in                  widgets.py       sliders and outputs that look the same in every front end
-    check                              checks.py        an exercise's verdict: right, or "not yet" and why
+    check                              checks/          an exercise's verdict: right, or "not yet", why, the
+                                                        likely mistake and the check's hint (its texts by key)
     predict                            predict.py       commit to an answer before a cell shows the result
     show_map                           course_map.py    the course map: MiniMind's block and attention's steps
                                                         with every shape, "you are here" (show_map("05"))

@@ -6,7 +6,7 @@ no copy there yet, then opens JupyterLab on workspace/; the solved notebooks in 
 answer book (`make answers`). workspace/ sits beside notebooks/, so a copy's relative links
 (`../docs/glossary.md`, `../modules/05_masking/README.md`, `06_rope.ipynb`) lead where the answer
 book's do. In each solution cell
-(tagged "solution", see checks.py) the lines between `### BEGIN SOLUTION` and `### END SOLUTION`
+(tagged "solution", see labkit/checks/) the lines between `### BEGIN SOLUTION` and `### END SOLUTION`
 become one `raise NotImplementedError(...)` at the same indentation, so the cell still defines the
 learner's function; the check in the next cell then reports "not yet" instead of stopping the
 notebook, and the copy runs top to bottom. The exercise cell is shown expanded (it is now the

@@ -7,7 +7,8 @@ labkit/i18n/catalog.py), so that a change to the English fails a test until it i
 What the learner sees from labkit's own code (check() feedback, the quiz, predict, the map, the
 explorer) is written in English as `tr("template {field}", field=...)`; in Chinese, `tr` finds the
 template's translation in translations/zh-CN/labkit.md. Texts that a notebook's code passes to
-labkit (a predict question, a check hint) are translated the same way, from the notebook's catalog.
+labkit (a predict question) are translated the same way, from the notebook's catalog, and a check's
+texts, read by its key from modules/NN_slug/checks.json, from translations/zh-CN/checks/NN_slug.md.
 
 The language, first that applies:
 1. `use_language("zh-CN")` in this process (the command lines' `--lang`);

@@ -35,6 +35,7 @@ from labkit.quiz.format import parse_quiz
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 QUIZZES = sorted(p.stem for p in (ROOT / "quizzes").glob("*.json"))
+CHECK_TEXTS = sorted(p.parent.name for p in (ROOT / "modules").glob("*/checks.json"))
 PAGES = [english.relative_to(ROOT).as_posix() for english, _ in guide_pairs(ROOT)]
 
 
@@ -54,6 +55,13 @@ def test_notebook_translation_is_current(stem):
 @pytest.mark.parametrize("stem", QUIZZES)
 def test_quiz_translation_is_current(stem):
     _fail(catalog_problems(ROOT, f"quiz:{stem}"))
+
+
+@pytest.mark.parametrize("stem", CHECK_TEXTS)
+def test_check_texts_translation_is_current_and_faithful(stem):
+    """Each check's name in words, explanation and hints (modules/NN_slug/checks.json) has a current,
+    faithful translation in translations/zh-CN/checks/NN_slug.md, which check() shows by key."""
+    _fail(catalog_problems(ROOT, f"checks:{stem}") + faithful_problems(ROOT, f"checks:{stem}"))
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -86,7 +94,8 @@ def test_no_catalog_is_left_over():
 
 def _catalog_path(target: str) -> Path:
     kind, _, stem = target.partition(":")
-    return ROOT / CATALOGS / {"notebook": f"notebooks/{stem}.md", "quiz": f"quizzes/{stem}.md"}.get(kind, f"{kind}.md")
+    return ROOT / CATALOGS / {"notebook": f"notebooks/{stem}.md", "quiz": f"quizzes/{stem}.md",
+                              "checks": f"checks/{stem}.md"}.get(kind, f"{kind}.md")
 
 
 # ---------------------------------------------------------------------------- faithful

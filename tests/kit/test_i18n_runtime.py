@@ -105,7 +105,7 @@ def test_check_says_right_and_not_yet_in_chinese(capsys):
     ("causal", "bidirectional", "bidirectional"),           # a string
 ])
 def test_a_wrong_value_is_said_in_chinese_without_the_expected_value(got, expected, secret):
-    result = chinese_check("answer", got, expected, hint="Count the keys each query may see.")
+    result = chinese_check("07/longest_context", got, expected)  # a course check: its hint from its catalog
     assert CHINESE.search(result.message) and "不对" in result.message
     assert secret not in result.message, result.message
     for english in ("not yet", "not right", "expected", "Hint"):
@@ -135,23 +135,52 @@ def test_check_says_where_an_item_is_and_what_a_function_raised_in_chinese():
         raise KeyError("oops")
 
     raised = chinese_check("f", broken, lambda x: x, cases=[(torch.ones(2),)]).message
-    assert "第 1 个用例（共 1 个），输入 形状 [2]：你的代码抛出了 KeyError" in raised
+    assert "第 1 个用例（共 1 个），输入 float32 [2]：你的代码抛出了 KeyError" in raised
 
     def not_written(x):
         raise NotImplementedError
 
-    todo = chinese_check("f", not_written, lambda x: x, cases=[1], hint="Look again.").message
+    todo = chinese_check("05/prefix_lm_mask", not_written, lambda x: x, cases=[1]).message
     assert "NotImplementedError" in todo and "提示" not in todo, "no hint for an exercise not begun"
 
 
-def test_the_notebooks_own_hint_and_explanation_are_translated_when_the_catalog_has_them(monkeypatch):
-    hint, explain = "Count the keys each query may see.", "Each row is a distribution."
-    with_translations(monkeypatch, {hint: "数一数每个查询能看到几个键。", explain: "每一行都是一个分布。"})
-    assert chinese_check("n", 7, 8, hint=hint).message.endswith("。提示：数一数每个查询能看到几个键。")
-    assert chinese_check("n", 8, 8, explain=explain).message == "✓ n：正确。每一行都是一个分布。"
-    untranslated = chinese_check("n", 7, 8, hint="A hint nobody translated.").message
-    assert untranslated.endswith("。提示：A hint nobody translated."), "no translation: shown as written"
-    assert check("n", 7, 8, hint=hint).message == f"✗ n: not yet — it is 7: not right. Hint: {hint}"
+def test_a_checks_texts_are_translated_from_their_catalog_when_shown(monkeypatch, tmp_path):
+    """The texts a check reads by key (modules/NN_slug/checks.json) are shown in Chinese from their
+    catalog; a text with no translation is shown as written; English is untouched."""
+    import json
+
+    from labkit.syllabus import ROOT_ENV
+
+    hint, explain, named = "Count the keys each query may see.", "Each row is a distribution.", "Rows are queries."
+    folder = tmp_path / "modules" / "05_masking"
+    folder.mkdir(parents=True)
+    (folder / "checks.json").write_text(json.dumps({
+        "n": {"name": "the count", "explain": explain, "hint": hint, "mistakes": {"complement": named}},
+        "m": {"hint": "A hint nobody translated."}}))
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    with_translations(monkeypatch, {hint: "数一数每个查询能看到几个键。", explain: "每一行都是一个分布。",
+                                    "the count": "计数", named: "行是查询。"})
+    assert chinese_check("05/n", 7, 8).message == "✗ 计数：还不对——结果是 7，不对。提示：数一数每个查询能看到几个键。"
+    assert chinese_check("05/n", 8, 8).message == "✓ 计数：正确。每一行都是一个分布。"
+    mask = torch.ones(3, 3, dtype=torch.bool).tril()
+    assert chinese_check("05/n", ~mask, mask).message.endswith("。提示：行是查询。")
+    assert chinese_check("05/m", torch.zeros(3, 3), torch.eye(3) + 1).message.endswith(
+        "。很可能的错误：结果全为 0，而正确结果并非如此。提示：A hint nobody translated.")
+    assert check("05/n", 7, 8).message == f"✗ the count: not yet — it is 7: not right. Hint: {hint}"
+
+
+def test_the_courses_check_texts_speak_chinese():
+    """A course check's hint comes, in Chinese, from translations/zh-CN/checks/NN_slug.md."""
+    from labkit.checks.texts import texts_for
+    from labkit.i18n.catalog import read_catalog
+
+    english = texts_for("05/prefix_lm_mask").hint_for("complement")
+    catalog = Path(__file__).resolve().parents[2] / "translations" / "zh-CN" / "checks" / "05_masking.md"
+    chinese = read_catalog(catalog).translations()[key_of(english)]
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    said = chinese_check("05/prefix_lm_mask", lambda n, p: ~mask, lambda n, p: mask, cases=[(4, 2)]).message
+    assert said.startswith("✗ prefix_lm_mask：还不对——第 1 个用例（共 1 个），输入（4, 2）：")
+    assert said.endswith(f"。提示：{chinese}") and CHINESE.search(chinese)
 
 
 # ------------------------------------------------------------------------------------------- quiz

@@ -44,7 +44,7 @@ def _targets(root: Path, what: str) -> list[str]:
     number = what.zfill(2)
     found = [t for t in everything if t.partition(":")[2].startswith(f"{number}_")]
     if not found:
-        raise SystemExit(_usage(f"no notebook or quiz numbered {what!r}"))
+        raise SystemExit(_usage(f"no notebook, quiz or check texts numbered {what!r}"))
     return found
 
 

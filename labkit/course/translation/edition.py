@@ -6,7 +6,8 @@
   need not run these notebooks again (conftest.py leaves them out).
 - modules/NN_slug/README.zh-CN.md, README.zh-CN.md, docs/cheatsheet.zh-CN.md: translated by hand,
   line 1 naming the git blob of the English version they translate (`stamp`).
-- the quizzes and labkit's messages: translated at run time by `tr` from their catalogs.
+- the quizzes, the checks' texts (modules/NN_slug/checks.json) and labkit's messages: translated at
+  run time by `tr` from their catalogs.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from labkit.course.translation.sources import glossary_units, labkit_units, notebook_units, quiz_units
+from labkit.course.translation.sources import check_units, glossary_units, labkit_units, notebook_units, quiz_units
 from labkit.i18n.catalog import Unit, read_catalog
 
 __all__ = ["LANG", "catalog_of", "build_notebook", "blob", "guide_pairs", "stamp_line", "stamp_problems",
@@ -33,6 +34,8 @@ PREAMBLE = {
                  "How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "quiz": ("<!-- The Chinese of quizzes/{name}: one block per text; the answers and checks stay in the JSON. "
              "How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
+    "checks": ("<!-- The Chinese of modules/{name}/checks.json: each check's name in words, explanation and "
+               "hints; check() shows them by key. How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "glossary": ("<!-- The Chinese of docs/glossary.json's glosses and module titles (the terms' Chinese is the "
                  "JSON's zh). docs/glossary.zh-CN.md is built from it: make translations. -->"),
     "labkit": ("<!-- The Chinese of labkit's messages: every literal passed to tr() or phrase() in labkit/. "
@@ -50,7 +53,8 @@ def blob(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ catalogs
 
 def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
-    """(kind, catalog path, English units, preamble) for 'notebook:<stem>', 'quiz:<stem>', 'glossary', 'labkit'."""
+    """(kind, catalog path, English units, preamble) for 'notebook:<stem>', 'quiz:<stem>', 'checks:<stem>',
+    'glossary', 'labkit'."""
     kind, _, stem = target.partition(":")
     if kind == "notebook":
         english = root / "notebooks" / f"{stem}.ipynb"
@@ -60,6 +64,9 @@ def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
         english = root / "quizzes" / f"{stem}.json"
         return kind, root / CATALOGS / "quizzes" / f"{stem}.md", quiz_units(english), \
             PREAMBLE[kind].format(name=english.name)
+    if kind == "checks":
+        english = root / "modules" / stem / "checks.json"
+        return kind, root / CATALOGS / "checks" / f"{stem}.md", check_units(english), PREAMBLE[kind].format(name=stem)
     if kind == "glossary":
         return kind, root / CATALOGS / "glossary.md", glossary_units(root), PREAMBLE[kind]
     if kind == "labkit":
@@ -74,7 +81,8 @@ def units_of(root: Path, target: str) -> list[Unit]:
 def all_targets(root: Path) -> list[str]:
     notebooks = [f"notebook:{p.stem}" for p in sorted((root / "notebooks").glob("*.ipynb"))]
     quizzes = [f"quiz:{p.stem}" for p in sorted((root / "quizzes").glob("*.json"))]
-    return [*notebooks, *quizzes, "glossary", "labkit"]
+    checks = [f"checks:{p.parent.name}" for p in sorted((root / "modules").glob("*/checks.json"))]
+    return [*notebooks, *quizzes, *checks, "glossary", "labkit"]
 
 
 # ------------------------------------------------------------------------------------------ notebooks

@@ -1,8 +1,9 @@
 """The English texts ("units") that each catalog translates, read from the English sources.
 
 - a notebook: every Markdown cell, and every text its code shows the learner: the question, choices
-  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and the name in words, `explain=`
-  and `hint=` of `check(...)`, and the `description=` of a widget;
+  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and the `description=` of a widget;
+- a module's check texts (modules/NN_slug/checks.json): each check's name in words, explanation,
+  hint and hints per kind of mistake;
 - a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
 - the glossary: each term's gloss, and the module titles its page groups them under;
 - labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
@@ -20,7 +21,7 @@ import nbformat
 
 from labkit.i18n.catalog import Unit
 
-__all__ = ["glossary_units", "labkit_units", "notebook_units", "quiz_units", "code_texts"]
+__all__ = ["check_units", "glossary_units", "labkit_units", "notebook_units", "quiz_units", "code_texts"]
 
 
 def _string(node: ast.AST | None) -> str | None:
@@ -61,11 +62,6 @@ def code_texts(source: str) -> list[tuple[str, str]]:
                 add(value, "reveal why")
         if "description" in keywords:  # a widget's label (labkit.widgets passes it through tr)
             add(keywords["description"], "widget label")
-        if name == "check":
-            if node.args and " " in (_string(node.args[0]) or ""):  # a name in words, not a function's name
-                add(node.args[0], "check name")
-            add(keywords.get("explain"), "check explain")
-            add(keywords.get("hint"), "check hint")
     return [(what, text) for _, _, what, text in sorted(found)]
 
 
@@ -76,6 +72,22 @@ def notebook_units(path: Path) -> list[Unit]:
             units.append(Unit(cell.source, f"cell {index}"))
         elif cell.cell_type == "code":
             units += [Unit(text, f"cell {index}: {what}") for what, text in code_texts(cell.source)]
+    return units
+
+
+def check_units(path: Path) -> list[Unit]:
+    """The texts of one modules/NN_slug/checks.json, entry by entry: the name when it is in words
+    (a slug is code, shown as written), the explanation, the hint, and each kind of mistake's hint."""
+    from labkit.checks.texts import load_texts
+
+    units = []
+    for slug, texts in load_texts(path).items():
+        if texts.name != slug:
+            units.append(Unit(texts.name, f"{slug}: name"))
+        if texts.explain:
+            units.append(Unit(texts.explain, f"{slug}: explain"))
+        units.append(Unit(texts.hint, f"{slug}: hint"))
+        units += [Unit(text, f"{slug}: mistake {kind}") for kind, text in texts.mistakes]
     return units
 
 
