@@ -100,6 +100,24 @@ class MiniMindConfig:
 
     # -- presets ----------------------------------------------------------------------------
     @classmethod
+    def minimind2(cls, **overrides: Any) -> MiniMindConfig:
+        """MiniMind2: upstream's 104M model, the checkpoint released under that name.
+
+        Upstream's README model table (github jingyaogong/minimind, `README.md` at commit 9d898576,
+        2026-01-01, the same sizes still listed at d65ef2c0, 2026-08-21): "MiniMind2, 104M, vocab
+        6400, rope_theta 1e6, 16 layers, d_model 768, 2 kv_heads, 8 q_heads". Its trainer builds it
+        as `MiniMindConfig(hidden_size=768, num_hidden_layers=16)` over the config's defaults at
+        9d898576, so everything else is those defaults, as `MiniMindConfig()` has them: head_dim =
+        768 // 8 = 96, a SwiGLU width of 8/3 of the hidden size rounded up to 64 (2048), rms_norm_eps
+        1e-5, 32768 positions, tied embeddings, no q/k norm. `MiniMindConfig()` itself is
+        MiniMind2-Small (26M: hidden 512, 8 layers). `overrides` change any field; derived fields
+        follow the new values unless given.
+        """
+        fields: dict[str, Any] = dict(hidden_size=768, num_hidden_layers=16)
+        fields.update(overrides)
+        return cls(**fields)
+
+    @classmethod
     def minimind3(cls, **overrides: Any) -> MiniMindConfig:
         """MiniMind-3: the defaults of upstream's `MiniMindConfig` since the `minimind-3` release.
 
