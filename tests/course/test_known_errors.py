@@ -4,7 +4,8 @@ The numbers and behaviours behind these corrections are bound facts (tests/facts
 citations; a fact only protects the sentence that carries its marker, so an old sentence pasted
 back elsewhere (a summary, a docstring, a slide) would slip past it. Each pattern below is the
 wrong claim itself, as the audit found it, matched in every guide, README, docs page, the glossary,
-every quiz, every translation catalog, notebook (Markdown and code) and experiment script. Keep a pattern narrow: it names a false statement, not a wording.
+every quiz, every translation catalog, notebook (Markdown and code) and experiment script. Keep a
+pattern narrow: it names a false statement, not a wording.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ KNOWN_ERRORS = {  # (issue, correction): (the false claim, as a pattern; what is
               "view needs strides that reach the new shape; a transposed tensor can still be split "
               "(fact view_needs_compatible_strides)"),
     (35, 9): (r"156\s*(?:to|到|至|-|–)\s*208(?![\s\S]{0,600}80\s*GB)",
-              "156-208 are the paper's rounded A100 rates (40 GB and 80 GB parts); the datasheet's 80 GB SXM gives 153"),
+              "156-208 are the paper's rounded A100 rates (40 GB and 80 GB parts); the 80 GB SXM datasheet gives 153"),
     (35, 10): (r"say\s+in\s+a\s+footnote\s+that\s+dense\s+is\s+half|并在脚注中说明稠密是其一半",
-               "the A100 datasheet prints the dense BF16 figure itself; only the H100 and H200 sheets print sparse only"),
+               "the A100 datasheet prints the dense BF16 figure itself; the H100 and H200 sheets print sparse only"),
     (35, 11): (r"dot\s+products\s+nearly\s+0|点积几乎为\s*0",
                "an untrained MiniMind2-Small's rows differ from even by up to about 0.2 (quiz 09's check)"),
     (35, 12): (r"costs\s+about\s+`n\^2\s*/\s*2`\s+cached\s+steps\s+without\s+a\s+cache"
