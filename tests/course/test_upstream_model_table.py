@@ -12,7 +12,9 @@ the LM head shares counted once), on the meta device, so no weights are made.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 from experiment_scripts import load_experiment
@@ -118,3 +120,41 @@ def test_the_26m_model_is_not_called_minimind2():
     """The misnaming of issue 35, in the table's own terms: MiniMind2 is 16 layers of 768."""
     small, large = model_table("9d898576")["minimind2-small"], model_table("9d898576")["minimind2"]
     assert sizes_differ(mm.MiniMindConfig(), large) and not sizes_differ(mm.MiniMindConfig(), small)
+
+
+# The course's text, where a name and a size meet: every guide, README, docs page, the glossary,
+# every quiz, every translation catalog, notebook (Markdown and code), experiment and library file.
+BARE_MINIMIND2 = re.compile(r"MiniMind2(?![-\w])(?!'?s?\s+series|\s*系列|-series)")  # not -Small, -MoE, the series
+SMALL_ONLY = re.compile(r"(?<![\d,.])(26M|512|8,?192|25,829,888|1408)(?![\d,])"
+                        r"|64[- ]wide|head_dim 64|D = 64|64 维|宽 512")
+
+
+def course_texts() -> list[tuple[str, str]]:
+    root = Path(__file__).resolve().parents[2]
+    pages = [*root.glob("modules/*/*.md"), *root.glob("README*.md"), *root.glob("docs/*.md"),
+             root / "docs" / "glossary.json", *root.glob("quizzes/*.json"), *root.glob("translations/zh-CN/**/*.md"),
+             *root.glob("experiments/*/*.py"), *root.glob("labkit/**/*.py"), *root.glob("minimind_ref/**/*.py")]
+    found = [(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8")) for p in sorted(pages)]
+    for path in sorted(root.glob("notebooks/*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        found.append((path.relative_to(root).as_posix(), "\n\n".join(cell.source for cell in cells)))
+    return found
+
+
+def misnamed(text: str) -> list[str]:
+    """Sentences that call a model MiniMind2 and give it a size only MiniMind2-Small has."""
+    return [" ".join(sentence.split())[:160] for sentence in re.split(r"(?<=[.;。；])\s|\n\s*\n", text)
+            if BARE_MINIMIND2.search(sentence) and SMALL_ONLY.search(sentence) and "MiniMind2-Small" not in sentence]
+
+
+def test_no_text_gives_minimind2_the_small_models_sizes():
+    found = [f"{name}: {sentence}" for name, text in course_texts() for sentence in misnamed(text)]
+    assert not found, ("MiniMind2 is upstream's 104M model (16 layers of 768, heads of 96); the 26M model with "
+                       "hidden 512 and heads of 64 is MiniMind2-Small:\n" + "\n".join(found))
+
+
+def test_the_misnaming_check_finds_the_old_wording():
+    assert misnamed("Defaults are MiniMind2's: hidden size 512, 8 layers.")
+    assert misnamed("MiniMind2 的头宽 64，所以 D = 64。")
+    assert not misnamed("MiniMind2-Small is 512 wide; MiniMind2 is 768 wide.")
+    assert not misnamed("The MiniMind2 series' code (commit 9d898576) builds 512-wide models too.")
