@@ -125,7 +125,7 @@ def test_the_26m_model_is_not_called_minimind2():
 # The course's text, where a name and a size meet: every guide, README, docs page, the glossary,
 # every quiz, every translation catalog, notebook (Markdown and code), experiment and library file.
 BARE_MINIMIND2 = re.compile(r"MiniMind2(?![-\w])(?!'?s?\s+series|\s*系列|-series)")  # not -Small, -MoE, the series
-SMALL_ONLY = re.compile(r"(?<![\d,.])(26M|512|8,?192|25,829,888|1408)(?![\d,])"
+SMALL_ONLY = re.compile(r"(?<![\d,.])(26M|512|8,?192|25,829,888|1408)(?!\d|,\d)"
                         r"|64[- ]wide|head_dim 64|D = 64|64 维|宽 512")
 
 
