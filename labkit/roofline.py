@@ -109,7 +109,8 @@ def _key_block(head_dim: int) -> int:
 
 
 def _fullness(blocks: int, slots: int) -> float:
-    """How full the last wave of `blocks` is when `slots` run at once (1.0: every wave full)."""
+    """The share of the slots that `blocks` keep busy, over the waves they need when `slots` run at
+    once (1.0: every wave full)."""
     waves = blocks / slots
     return waves / math.ceil(waves)
 
@@ -117,8 +118,8 @@ def _fullness(blocks: int, slots: int) -> float:
 def flash_attn_splits(work: int, slots: int, key_blocks: int) -> int:
     """The number of key splits flash-attn picks for `work` (batch x heads x query tiles) blocks,
     `slots` blocks at once and `key_blocks` blocks of keys: one if the work nearly fills the chip
-    (80% of the slots); otherwise the fewest splits whose last wave is at least 85% as full as the
-    best any split count reaches, counting only split counts that change the keys per split."""
+    (80% of the slots); otherwise the fewest splits that keep the slots at least 85% as busy as the
+    best split count would, counting only split counts that change the keys per split."""
     if work >= 0.8 * slots:
         return 1
     most = min(MAX_SPLITS, slots, key_blocks)
