@@ -6,7 +6,7 @@ the machine's (its memory and its BLAS library), the same for any program that r
 one AMD EPYC, for example, MKL's matrix-vector products stream the 103 MB of weights at about 8
 GB/s, so the linear layers take 11 of the 13 ms per token for both generators, and the ratio of
 tokens per second says little about the code. The targets compare what the code controls, each
-measured in the same run (2 CPU threads, the default MiniMind2 config with random weights, a
+measured in the same run (2 CPU threads, the default MiniMind2-Small config with random weights, a
 16-token prompt and 256 new tokens):
   1. time per token beyond the linear layers' weight streaming: minimind_ref's at most 0.85x
      transformers' (LlamaForCausalLM.generate with the same weights), the ratio taken within each
@@ -55,7 +55,7 @@ def parse_args(argv=None):
     short, long = args.contexts
     limit = mm.MiniMindConfig().max_position_embeddings - DECODE_STEPS
     if not 1 <= short < long <= limit:
-        parser.error(f"--contexts needs 1 <= SHORT < LONG <= {limit} (MiniMind2's positions, less the "
+        parser.error(f"--contexts needs 1 <= SHORT < LONG <= {limit} (MiniMind2-Small's positions, less the "
                      f"{DECODE_STEPS} decoding steps timed after them), got {short} {long}")
     return args
 

@@ -6,7 +6,7 @@ from the model:
 - the **block**: token ids -> embedding -> N x [RMSNorm -> attention -> + residual,
   RMSNorm -> feed-forward -> + residual] -> final RMSNorm -> LM head -> logits;
 - the **attention forward pass**, step by step, in the order of `minimind_ref.Attention.forward`,
-  each step with the tensors it produces, for MiniMind2 (`MiniMindConfig()`) and MiniMind-3
+  each step with the tensors it produces, for MiniMind2-Small (`MiniMindConfig()`) and MiniMind-3
   (`MiniMindConfig.minimind3()`), and the module of the course that teaches it.
 
 `show_map("05")` draws both with module 05's steps highlighted ("you are here"); `show_map()` draws
@@ -58,7 +58,7 @@ class Step:
 
     `key` names the step for tools and tests; `modules[0]` teaches the step, later entries also
     work on it (08 fuses the score-to-output steps, 09 reads the weights, 10 writes them all).
-    `tensors` is empty for a step the configuration does not have (q/k norm in MiniMind2)."""
+    `tensors` is empty for a step the configuration does not have (q/k norm in MiniMind2-Small)."""
 
     key: str
     name: str
@@ -71,7 +71,7 @@ class Step:
 def _configs(config: MiniMindConfig | None) -> list[tuple[str, MiniMindConfig]]:
     if config is not None:
         return [(figure_tr(phrase("your config")), config)]
-    return [("MiniMind2", MiniMindConfig()), ("MiniMind-3", MiniMindConfig.minimind3())]
+    return [("MiniMind2-Small", MiniMindConfig()), ("MiniMind-3", MiniMindConfig.minimind3())]
 
 
 def forward_steps(config: MiniMindConfig) -> list[Step]:
@@ -207,7 +207,7 @@ def _draw(title: str, columns: list[str], rows: list[Step], per_config: list[lis
 def map_figures(module: str | int | None = None, config: MiniMindConfig | None = None) -> list[Figure]:
     """The two pictures as matplotlib Figures (block, then forward pass), for `savefig` in a script.
     `module` ("05", 5 or None) highlights its steps; `config` draws one configuration instead of
-    MiniMind2 beside MiniMind-3."""
+    MiniMind2-Small beside MiniMind-3."""
     number = _check_module(module)
     configs = _configs(config)
     names = [name for name, _ in configs]
@@ -230,7 +230,7 @@ def map_figures(module: str | int | None = None, config: MiniMindConfig | None =
 
 def show_map(module: str | int | None = None, config: MiniMindConfig | None = None) -> None:
     """Draw the course map below the cell: MiniMind's decoder block, then the attention forward
-    pass with every tensor's shape for MiniMind2 and MiniMind-3 (or for `config`) and the module
+    pass with every tensor's shape for MiniMind2-Small and MiniMind-3 (or for `config`) and the module
     that teaches each step. `show_map("05")` highlights module 05's steps."""
     figures = map_figures(module, config)
     try:

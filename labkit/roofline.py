@@ -20,6 +20,7 @@ datasheets print BF16 "with sparsity", twice the dense rate, and say so in a foo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 BYTES_PER_ELEMENT = 2  # bf16 / fp16, as on the GPU
@@ -88,3 +89,56 @@ def fused_accesses(query_len: int, key_len: int, head_dim: int, group: int = 1) 
 def intensity(flops: float, elements: float) -> float:
     """FLOPs per byte moved."""
     return flops / (elements * BYTES_PER_ELEMENT)
+
+
+# How the flash-attn library spreads one forward over the chip, as its release v2.8.3 does it
+# (github Dao-AILab/flash-attention, tag v2.8.3, commit 060c9188, `csrc/flash_attn/flash_api.cpp`:
+# `mha_fwd`, `set_params_splitkv` and `num_splits_heuristic`). The published algorithm
+# (FlashAttention-2, arXiv 2307.08691, section 3.2) runs one thread block per sequence, head and
+# tile of queries; since v2.2.0 the library's forward also splits the keys when those blocks would
+# leave the chip mostly idle, and since v2.2.4 (commit 2d8ea9a5) a single query with grouped-query
+# attention has its group's query heads folded into the rows of one tile.
+FLASH_ATTN_RELEASE = "v2.8.3"
+SPLIT_QUERY_TILE = 64  # rows of a query tile in the split-key kernels
+MAX_SPLITS = 128
+
+
+def _key_block(head_dim: int) -> int:
+    """Keys a block of the split-key kernel takes per step (wider heads, fewer keys)."""
+    return 256 if head_dim <= 64 else 128 if head_dim <= 128 else 64
+
+
+def _fullness(blocks: int, slots: int) -> float:
+    """The share of the slots that `blocks` keep busy, over the waves they need when `slots` run at
+    once (1.0: every wave full)."""
+    waves = blocks / slots
+    return waves / math.ceil(waves)
+
+
+def flash_attn_splits(work: int, slots: int, key_blocks: int) -> int:
+    """The number of key splits flash-attn picks for `work` (batch x heads x query tiles) blocks,
+    `slots` blocks at once and `key_blocks` blocks of keys: one if the work nearly fills the chip
+    (80% of the slots); otherwise the fewest splits that keep the slots at least 85% as busy as the
+    best split count would, counting only split counts that change the keys per split."""
+    if work >= 0.8 * slots:
+        return 1
+    most = min(MAX_SPLITS, slots, key_blocks)
+    distinct = [n for n in range(1, most + 1)
+                if n == 1 or math.ceil(key_blocks / n) != math.ceil(key_blocks / (n - 1))]
+    best = max(_fullness(work * n, slots) for n in distinct)
+    return next(n for n in distinct if _fullness(work * n, slots) >= 0.85 * best)
+
+
+def flash_attn_decode_grid(batch: int, heads: int, kv_heads: int, key_len: int, head_dim: int,
+                           sms: int) -> dict[str, int]:
+    """The thread blocks flash-attn v2.8.3's forward launches for one decoding step, one query per
+    sequence (no dropout, no window, no ALiBi): {"heads", "rows", "splits", "blocks"}. With grouped
+    heads it folds each group's query heads into the rows of one tile, so a block runs per sequence,
+    key/value head and key split; a chip with `sms` streaming multiprocessors runs two of these
+    128-thread blocks on each at once."""
+    rows, run_heads = 1, heads
+    if heads > kv_heads:  # the GQA fold: g query heads become g rows of one query tile
+        rows, run_heads = heads // kv_heads, kv_heads
+    work = batch * run_heads * math.ceil(rows / SPLIT_QUERY_TILE)
+    splits = flash_attn_splits(work, 2 * sms, math.ceil(key_len / _key_block(head_dim)))
+    return {"heads": run_heads, "rows": rows, "splits": splits, "blocks": work * splits}

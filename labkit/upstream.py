@@ -4,7 +4,7 @@ and where its padding mask turns a left-padded float16 batch into NaN.
 Not `minimind_ref`, and not upstream's code: the course's own rewrite of the two branches of
 `Attention.forward` in github jingyaogong/minimind, `model/model_minimind.py`, at two commits:
 
-- MiniMind2, commit 9d898576 (2026-01-01, the last before the fix): with `flash_attn`, any step of
+- the MiniMind2 series, commit 9d898576 (2026-01-01, the last before the fix): with `flash_attn`, any step of
   more than one token goes to torch's SDPA with `is_causal=True`, cache or not; the explicit path
   adds a square `[T, T]` causal mask to the `[T, past + T]` scores.
 - MiniMind-3, from commit 1279a616 (2026-01-13, "prompt prefill"), kept by 101d7df2 (the
@@ -63,7 +63,7 @@ def _has_pads(attention_mask: torch.Tensor | None) -> bool:
 
 def minimind2_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cached: bool,
                         flash: bool, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """MiniMind2's branch choice and masks (commit 9d898576). `cached`: a cache held earlier tokens."""
+    """The MiniMind2 series' branch choice and masks (commit 9d898576). `cached`: a cache held earlier tokens."""
     query_len = q.shape[-2]
     if flash and query_len > 1 and not _has_pads(attention_mask):  # is_causal=True is top-left
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)

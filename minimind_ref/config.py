@@ -1,13 +1,15 @@
 """MiniMindConfig: every size and switch of the model, checked when it is made.
 
 The field names are MiniMind's (github jingyaogong/minimind, `model/model_minimind.py`), so a
-learner can read its config next to this one. The defaults are MiniMind2's, the layout that the
-course's source notes describe: hidden 512, 8 layers, 8 query heads sharing 2 key/value heads
-(grouped-query attention), a 6400-token vocabulary and RoPE with base 1e6.
+learner can read its config next to this one. The defaults are MiniMind2-Small's (upstream's 26M
+model of the MiniMind2 series), the layout that the course's source notes describe: hidden 512,
+8 layers, 8 query heads sharing 2 key/value heads (grouped-query attention), a 6400-token
+vocabulary and RoPE with base 1e6.
 
-One field is ours: `qk_norm`. False gives MiniMind2 (no normalisation of q and k); True gives
-MiniMind3's per-head RMSNorm on q and k before RoPE, the layout of Qwen3.
-`MiniMindConfig.minimind3()` gives MiniMind-3's sizes, as upstream's config computes them today.
+One field is ours: `qk_norm`. False gives the MiniMind2 series (no normalisation of q and k); True
+gives MiniMind3's per-head RMSNorm on q and k before RoPE, the layout of Qwen3.
+`MiniMindConfig.minimind2()` gives upstream's MiniMind2, the 104M model; `MiniMindConfig.minimind3()`
+gives MiniMind-3's sizes, as upstream's config computes them today.
 
 A config that cannot build a working model is refused when it is made, with a message that names
 the field and the rule it broke; the rules are declared in one table (minimind_ref/_checks/config.py).
@@ -37,7 +39,7 @@ MINIMIND_YARN: dict[str, Any] = {
 
 
 def minimind_intermediate_size(hidden_size: int) -> int:
-    """The feed-forward width MiniMind2 derives from the hidden size.
+    """The feed-forward width the MiniMind2 series derives from the hidden size.
 
     SwiGLU has three weight matrices instead of two, so LLaMA-style models shrink the usual 4x
     width to 8/3 x to keep the parameter count, then round up to a multiple of 64. For hidden
@@ -48,7 +50,7 @@ def minimind_intermediate_size(hidden_size: int) -> int:
 
 @dataclass
 class MiniMindConfig:
-    """Sizes and switches of a MiniMind model (MiniMind2 defaults; see the module docstring).
+    """Sizes and switches of a MiniMind model (MiniMind2-Small defaults; see the module docstring).
 
     `head_dim` and `intermediate_size` may be left as None: they are then derived as MiniMind
     derives them (hidden_size // num_attention_heads, and `minimind_intermediate_size`).
@@ -100,6 +102,24 @@ class MiniMindConfig:
 
     # -- presets ----------------------------------------------------------------------------
     @classmethod
+    def minimind2(cls, **overrides: Any) -> MiniMindConfig:
+        """MiniMind2: upstream's 104M model, the checkpoint released under that name.
+
+        Upstream's README model table (github jingyaogong/minimind, `README.md` at commit 9d898576,
+        2026-01-01, the same sizes still listed at d65ef2c0, 2026-08-21): "MiniMind2, 104M, vocab
+        6400, rope_theta 1e6, 16 layers, d_model 768, 2 kv_heads, 8 q_heads". Its trainer builds it
+        as `MiniMindConfig(hidden_size=768, num_hidden_layers=16)` over the config's defaults at
+        9d898576, so everything else is those defaults, as `MiniMindConfig()` has them: head_dim =
+        768 // 8 = 96, a SwiGLU width of 8/3 of the hidden size rounded up to 64 (2048), rms_norm_eps
+        1e-5, 32768 positions, tied embeddings, no q/k norm. `MiniMindConfig()` itself is
+        MiniMind2-Small (26M: hidden 512, 8 layers). `overrides` change any field; derived fields
+        follow the new values unless given.
+        """
+        fields: dict[str, Any] = dict(hidden_size=768, num_hidden_layers=16)
+        fields.update(overrides)
+        return cls(**fields)
+
+    @classmethod
     def minimind3(cls, **overrides: Any) -> MiniMindConfig:
         """MiniMind-3: the defaults of upstream's `MiniMindConfig` since the `minimind-3` release.
 
@@ -107,7 +127,7 @@ class MiniMindConfig:
         ("[update] minimind-3", 2026-03-24) and unchanged in these fields at dddedc68
         (2026-05-07): hidden 768 and 8 layers (constructor arguments), 8 query heads over 4
         key/value heads, head_dim = hidden // heads = 96, a SwiGLU width of
-        ceil(hidden * pi / 64) * 64 = 2432 (MiniMind2 used 8/3 of the hidden size), vocabulary
+        ceil(hidden * pi / 64) * 64 = 2432 (the MiniMind2 series used 8/3 of the hidden size), vocabulary
         6400, rms_norm_eps 1e-6, rope_theta 1e6, 32768 positions, tied embeddings, and the per-head
         q/k RMSNorm that every layer builds. `overrides` change any field (fewer layers for a
         quick test, say); derived fields follow the new values unless given.

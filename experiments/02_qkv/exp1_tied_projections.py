@@ -34,7 +34,8 @@ ASYMMETRIC = 0.1  # separate: |S - S^T| must reach 10% of the largest score
 def add_arguments(parser):
     parser.add_argument("--tokens", type=int_in(4, 512), default=16, help="sequence length T (default 16)")
     parser.add_argument("--batch", type=int_in(1, 256), default=16, help="random sequences measured (default 16)")
-    parser.add_argument("--hidden", type=int_in(2, 2048), default=512, help="hidden size C, MiniMind2's 512 (default)")
+    parser.add_argument("--hidden", type=int_in(2, 2048), default=512,
+                        help="hidden size C, MiniMind2-Small's 512 (default)")
     parser.add_argument("--heads", type=int_in(1, 64), default=8,
                         help="attention heads, dividing C; also the KV heads, so that W_k can equal W_q (default 8)")
 

@@ -1,6 +1,6 @@
 """MiniMind-3's per-head RMSNorm on queries and keys bounds every attention score by
-sqrt(head_dim) times the largest gains, whatever the size of the input; without it (MiniMind2)
-the scores grow with the square of the input's scale and the softmax saturates.
+sqrt(head_dim) times the largest gains, whatever the size of the input; without it (the MiniMind2
+series) the scores grow with the square of the input's scale and the softmax saturates.
 
 RMSNorm divides a head's query (and key) by sqrt(mean(x^2) + eps), so the normalised vector has
 length at most sqrt(D) before the gain g multiplies it (close to sqrt(D), less for a vector near
@@ -11,7 +11,7 @@ and key:
 
 which is sqrt(96) = 9.80 for MiniMind-3's heads of 96 with unit gains. This script builds one
 attention layer at MiniMind-3's sizes (`MiniMindConfig.minimind3()`: 768 wide, 8 heads over 4 KV
-heads of 96) with q/k norm and the same layer without it (MiniMind2's layout), projections drawn
+heads of 96) with q/k norm and the same layer without it (the MiniMind2 series' layout), projections drawn
 from N(0, 1 / fan_in), the norm gains from U(0.5, 1.5); it feeds them the same random tokens
 multiplied by each of `--scales` and measures the largest score and the weight each row puts on
 its top key. Papers: QKNorm (Henry et al., arXiv 2010.04245) normalised queries and keys
@@ -20,8 +20,8 @@ to stop attention logits from growing until training diverged; Qwen3 (arXiv 2505
 in place of Qwen2's QKV bias, and MiniMind-3 follows Qwen3's layout.
 
 Why it matters: weights that grow during training make unnormalised scores grow quadratically,
-every softmax row collapses to one key (and in float16 the product can overflow). In MiniMind2 the
-layer's input is RMS-normalised by the block's pre-norm, so only the weights can grow; scaling the
+every softmax row collapses to one key (and in float16 the product can overflow). In the MiniMind2 series
+the layer's input is RMS-normalised by the block's pre-norm, so only the weights can grow; scaling the
 input here stands in for that growth.
 With q/k norm the score range is fixed by the gains, which the model learns deliberately.
 """

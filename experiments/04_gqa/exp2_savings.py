@@ -27,16 +27,20 @@ from labkit import Experiment, int_in, print_table
 
 MIB = 2 ** 20
 NAMES = {1: "MQA"}
-# --preset: MiniMind2 (the course's default) or MiniMind-3 (768 wide, 4 KV heads of 96)
-PRESETS = {"minimind2": ("MiniMind2", mm.MiniMindConfig), "minimind3": ("MiniMind-3", mm.MiniMindConfig.minimind3)}
+# --preset: MiniMind2-Small (the course's default), MiniMind2 (upstream's 104M: 16 layers, 768 wide, 2 KV
+# heads of 96) or MiniMind-3 (768 wide, 4 KV heads of 96)
+PRESETS = {"minimind2-small": ("MiniMind2-Small", mm.MiniMindConfig),
+           "minimind2": ("MiniMind2", mm.MiniMindConfig.minimind2),
+           "minimind3": ("MiniMind-3", mm.MiniMindConfig.minimind3)}
 
 
 def add_arguments(parser):
     # eight forward passes of MiniMind's default model (four variants, two dtypes) over --tokens
     parser.add_argument("--tokens", type=int_in(1, 1024), default=16,
                         help="tokens in the forward pass that fills the cache (default 16)")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="minimind2",
-                        help="the model whose variants are counted: minimind2 (default) or minimind3")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="minimind2-small",
+                        help="the model whose variants are counted: minimind2-small (default, 26M), "
+                             "minimind2 (104M) or minimind3")
     parser.add_argument("--context", type=int_in(1, 2 ** 20), default=32768,
                         help="context length for the cache-size column and the figure (default 32768, "
                              "MiniMind's max_position_embeddings)")

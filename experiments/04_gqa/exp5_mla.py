@@ -11,7 +11,7 @@ groups 2 n_g d_h, MQA 2 d_h, MLA d_c + d_R.
 
 This script:
 - builds the table for DeepSeek-V2's attention sizes (the paper's section 3.1: n_h = 128 heads of
-  d_h = 128, d_c = 512, d_R = 64, 60 layers) and for MiniMind2's (8 heads of 64; its MLA twin uses
+  d_h = 128, d_c = 512, d_R = 64, 60 layers) and for MiniMind2-Small's (8 heads of 64; its MLA twin uses
   DeepSeek's ratios d_c = 4 d_h and d_R = d_h / 2), and measures every entry on real cache tensors:
   minimind_ref's `KVCache` for MHA, GQA and MQA, and the `LatentCache` that a full-size
   `MultiHeadLatentAttention` layer fills;
@@ -155,7 +155,7 @@ def plot(tables, rope):
             ax.annotate(f"{row['numbers']:,}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=8)
         # A log axis only where the sizes span more than a factor of 20 (it starts at 1, so that
-        # bar heights compare): over MiniMind2's factor of 8 it made MQA's bar look 20 times smaller.
+        # bar heights compare): over MiniMind2-Small's factor of 8 it made MQA's bar look 20 times smaller.
         numbers = [r["numbers"] for r in rows]
         if max(numbers) > 20 * min(numbers):
             ax.set_yscale("log")
@@ -189,7 +189,7 @@ def main(argv=None):
 
 
 def the_layers():
-    """DeepSeek-V2's attention sizes in full, and MLA at MiniMind2's sizes."""
+    """DeepSeek-V2's attention sizes in full, and MLA at MiniMind2-Small's sizes."""
     v2 = DEEPSEEK_V2
     deepseek = MultiHeadLatentAttention(v2).eval()                       # about 149M parameters, float32
     minimind_cfg = mm.MiniMindConfig()
@@ -198,8 +198,9 @@ def the_layers():
           f"n_h = {v2.num_attention_heads} heads of d_h = {v2.qk_nope_head_dim}, d_c = {v2.kv_lora_rank}, "
           f"d_R = {v2.qk_rope_head_dim}, d_c' = {v2.q_lora_rank}; its MLA layer has "
           f"{sum(p.numel() for p in deepseek.parameters()):,} parameters.")
-    print(f"MiniMind2 (MiniMindConfig): {minimind_cfg.num_hidden_layers} layers, {minimind_cfg.num_attention_heads} "
-          f"heads of {minimind_cfg.head_dim}, {minimind_cfg.num_key_value_heads} KV heads; its MLA twin: "
+    print(f"MiniMind2-Small (MiniMindConfig): {minimind_cfg.num_hidden_layers} layers, "
+          f"{minimind_cfg.num_attention_heads} heads of {minimind_cfg.head_dim}, "
+          f"{minimind_cfg.num_key_value_heads} KV heads; its MLA twin: "
           f"d_c = {MLAConfig().kv_lora_rank}, d_R = {MLAConfig().qk_rope_head_dim}.")
     print()
     return deepseek, minimind_mla
@@ -234,8 +235,8 @@ def cache_table(deepseek_bytes: int, minimind_bytes: int, groups: list[int]) -> 
     minimind_variants = [("MHA", mm_heads),
                          (f"GQA-{minimind_cfg.num_key_value_heads}", minimind_cfg.num_key_value_heads), ("MQA", 1)]
     tables = [cache_rows("DeepSeek-V2 sizes", heads, d_h, deepseek_variants, v2, deepseek_bytes),
-              cache_rows("MiniMind2 sizes", mm_heads, mm_d, minimind_variants, MLAConfig(), minimind_bytes)]
-    layers = {"DeepSeek-V2 sizes": v2.num_hidden_layers, "MiniMind2 sizes": minimind_cfg.num_hidden_layers}
+              cache_rows("MiniMind2-Small sizes", mm_heads, mm_d, minimind_variants, MLAConfig(), minimind_bytes)]
+    layers = {"DeepSeek-V2 sizes": v2.num_hidden_layers, "MiniMind2-Small sizes": minimind_cfg.num_hidden_layers}
     print_table(["sizes", "variant", "numbers/token/layer", "measured bytes (fp32)", "MHA / this",
                  "KiB/token, all layers, bf16"],
                 [[r["model"], r["variant"], r["numbers"], r["bytes"], r["vs_mha"],
@@ -293,7 +294,7 @@ def claim_mla(exp, tables: list, agreement: dict, rope: dict) -> None:
               f"smaller still)")
     ratios = [(t[0]["model"], t[-1]["vs_mha"], n) for t, n in zip(tables, (heads, mm_heads))]
     exp.claim(all(abs(ratio - n / 2.25) < 1e-9 for _, ratio, n in ratios)
-              and by[("MiniMind2 sizes", "MLA")]["numbers"] > by[("MiniMind2 sizes", "GQA-2")]["numbers"],
+              and by[("MiniMind2-Small sizes", "MLA")]["numbers"] > by[("MiniMind2-Small sizes", "GQA-2")]["numbers"],
               "with DeepSeek's ratios (d_c = 4 d_h, d_R = d_h / 2) MLA saves n_h / 2.25 against MHA: "
               + ", ".join(f"{ratio:.2f}x at {name}" for name, ratio, _ in ratios)
               + "; at MiniMind's 8 heads it caches more than MiniMind's own GQA-2")

@@ -13,7 +13,7 @@ machine; experiment exp6_time_per_token times the same two loops on this one.
 
 Why it matters: the cache turns generation from quadratic into (nearly) linear work. "Nearly",
 because the cached step still reads every cached key and value: its attention term grows with the
-context, and for long contexts it is what dominates (for MiniMind2 past a few thousand tokens).
+context, and for long contexts it is what dominates (for MiniMind2-Small past a few thousand tokens).
 """
 
 from __future__ import annotations
@@ -161,9 +161,9 @@ def main(argv=None):
           f"{exponents[True]:.2f} with it")
     print()
 
-    # 3. Where attention takes over a cached step, at MiniMind2's sizes.
+    # 3. Where attention takes over a cached step, at MiniMind2-Small's sizes.
     default = mm.MiniMindConfig()
-    print(f"MiniMind2's default sizes: a cached step costs {cached_step_rest(default):,} FLOPs plus "
+    print(f"MiniMind2-Small's default sizes: a cached step costs {cached_step_rest(default):,} FLOPs plus "
           f"{attention_flops_per_key(default):,} per key it attends to;")
     print(f"attention is half of the step at {attention_crossover(default):,.0f} keys.")
     print()

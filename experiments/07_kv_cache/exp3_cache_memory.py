@@ -1,13 +1,13 @@
 """A KV cache holds exactly 2 x layers x kv_heads x head_dim x bytes-per-element bytes per token
-and per sequence: 8192 bytes per token for MiniMind2 in float32. Only the key/value heads are
+and per sequence: 8192 bytes per token for MiniMind2-Small in float32. Only the key/value heads are
 stored, so grouped-query attention divides the cache by num_heads / kv_heads.
 
 The closed form counts one key and one value vector of head_dim numbers, per KV head and per layer,
 for every cached token of every sequence. This script fills real caches and reads back the bytes
 their tensors hold: `KVCache.nbytes()` (the cached positions), the sum of the `nbytes` of the
 per-layer key/value tensors that attention reads, and `KVCache.allocated_nbytes()` (the storage,
-spare capacity included). It does so after a real forward of MiniMind2's default model, for the
-same sizes with 8 (MHA), 4, 2 (GQA, MiniMind2's choice) and 1 (MQA) KV heads, in float32,
+spare capacity included). It does so after a real forward of MiniMind2-Small's default model, for the
+same sizes with 8 (MHA), 4, 2 (GQA, MiniMind2-Small's choice) and 1 (MQA) KV heads, in float32,
 bfloat16 and float16, and for the attention shapes of a few published models (their config.json
 numbers, cited in the module's guide), on an empty KVCache filled with random keys and values.
 
@@ -31,12 +31,13 @@ PUBLISHED = {
     "Llama 2 7B": dict(layers=32, heads=32, kv_heads=32, head_dim=128),
     "Llama 3 8B": dict(layers=32, heads=32, kv_heads=8, head_dim=128),
     "Mistral 7B v0.1": dict(layers=32, heads=32, kv_heads=8, head_dim=128),
-    "MiniMind2": dict(layers=8, heads=8, kv_heads=2, head_dim=64),  # minimind_ref's defaults
+    "MiniMind2-Small": dict(layers=8, heads=8, kv_heads=2, head_dim=64),  # minimind_ref's defaults
 }
-# MiniMind-3, as upstream's config computes it today (MiniMindConfig.minimind3(), module 04's guide)
-_MINIMIND3 = mm.MiniMindConfig.minimind3()
-PUBLISHED["MiniMind-3"] = dict(layers=_MINIMIND3.num_hidden_layers, heads=_MINIMIND3.num_attention_heads,
-                               kv_heads=_MINIMIND3.num_key_value_heads, head_dim=_MINIMIND3.head_dim)
+# Upstream's MiniMind2 (the 104M checkpoint released under that name) and MiniMind-3, from their
+# presets, which tests/course/test_upstream_model_table.py holds to upstream's model table
+for _name, _config in (("MiniMind2", mm.MiniMindConfig.minimind2()), ("MiniMind-3", mm.MiniMindConfig.minimind3())):
+    PUBLISHED[_name] = dict(layers=_config.num_hidden_layers, heads=_config.num_attention_heads,
+                            kv_heads=_config.num_key_value_heads, head_dim=_config.head_dim)
 
 
 def add_arguments(parser):
@@ -47,7 +48,7 @@ def add_arguments(parser):
                         help="context length for the published models' table (default 4096)")
 
 
-MAX_TOKENS = 4096  # --batch x --prompt tokens through MiniMind2's default model (26M parameters)
+MAX_TOKENS = 4096  # --batch x --prompt tokens through MiniMind2-Small's default model (26M parameters)
 
 
 def check_arguments(args):
@@ -94,13 +95,13 @@ def main(argv=None):
 
 
 def default_model_decoding(batch: int, prompt: int) -> tuple[int, bool]:
-    """MiniMind2's default model, a real forward, then decoding steps: the closed form's bytes per
+    """MiniMind2-Small's default model, a real forward, then decoding steps: the closed form's bytes per
     token, and whether the cache's bytes matched it at every step."""
     match = True
     default = mm.MiniMindConfig()
     per_token = cache_bytes(default.num_hidden_layers, default.num_key_value_heads, default.head_dim,
                             torch.finfo(torch.float32).bits // 8)
-    print(f"MiniMind2 default: {default.num_hidden_layers} layers, {default.num_key_value_heads} KV heads, "
+    print(f"MiniMind2-Small default: {default.num_hidden_layers} layers, {default.num_key_value_heads} KV heads, "
           f"head_dim {default.head_dim}, float32 -> {per_token:,} bytes per token")
     model = mm.MiniMindForCausalLM(default).eval()
     ids = torch.randint(0, default.vocab_size, (batch, prompt))
@@ -127,7 +128,7 @@ def default_model_decoding(batch: int, prompt: int) -> tuple[int, bool]:
 
 
 def layouts_and_dtypes() -> tuple[dict, bool]:
-    """MHA, GQA, MQA at MiniMind2's sizes, in three dtypes: bytes per cached token by dtype and KV
+    """MHA, GQA, MQA at MiniMind2-Small's sizes, in three dtypes: bytes per cached token by dtype and KV
     heads, and whether each matched the closed form."""
     match = True
     rows, by_kv_heads = [], {}
@@ -144,11 +145,11 @@ def layouts_and_dtypes() -> tuple[dict, bool]:
             kind = {8: "MHA", 1: "MQA"}.get(kv_heads, "GQA")
             rows.append([f"{kind}, {kv_heads} KV head{'s' if kv_heads > 1 else ''}", name, formula, measured,
                          8 // kv_heads])
-    print("Bytes per cached token at MiniMind2's sizes (8 layers, 8 query heads, head_dim 64), measured")
+    print("Bytes per cached token at MiniMind2-Small's sizes (8 layers, 8 query heads, head_dim 64), measured")
     print("after a 16-token forward of each model:")
     print_table(["layout", "dtype", "closed form", "measured", "query heads per KV head"], rows, ["", "", ",", ",", ""])
     gqa_saving = by_kv_heads["float32"][8] / by_kv_heads["float32"][2]
-    print(f"MiniMind2's GQA (2 KV heads) caches {gqa_saving:.0f}x less than MHA with 8 heads would.")
+    print(f"MiniMind2-Small's GQA (2 KV heads) caches {gqa_saving:.0f}x less than MHA with 8 heads would.")
     print()
     return by_kv_heads, match
 
@@ -157,7 +158,7 @@ def published_models(context: int) -> tuple[dict, bool]:
     """Published models' attention shapes, on empty caches filled with random keys and values."""
     match = True
     default = mm.MiniMindConfig()
-    assert PUBLISHED["MiniMind2"] == dict(layers=default.num_hidden_layers, heads=default.num_attention_heads,
+    assert PUBLISHED["MiniMind2-Small"] == dict(layers=default.num_hidden_layers, heads=default.num_attention_heads,
                                           kv_heads=default.num_key_value_heads, head_dim=default.head_dim)
     rows, published_bytes = [], {}
     for name, shape in PUBLISHED.items():
@@ -184,7 +185,7 @@ def claim_cache_bytes(exp, all_match: bool, per_token: int, by_kv_heads: dict) -
               "2 x layers x kv_heads x head_dim x bytes x tokens x batch, and the storage equals the same "
               "with the capacity in place of the tokens")
     exp.claim(per_token == 8192 and by_kv_heads["float32"][2] == per_token,
-              f"MiniMind2's default cache takes {per_token:,} bytes per token in float32")
+              f"MiniMind2-Small's default cache takes {per_token:,} bytes per token in float32")
     exp.claim(all(by_kv_heads[name][8] == (8 // k) * by_kv_heads[name][k] for name in DTYPES for k in (4, 2, 1)),
               "the cache shrinks by exactly num_heads / kv_heads: 2x with 4 KV heads, 4x with 2, 8x with 1")
 
@@ -197,7 +198,8 @@ def draw_bytes(exp, by_kv_heads: dict, published_bytes: dict) -> None:
         axes[0].bar([i + offset for i in range(4)], [by_kv_heads[name][k] for k in (8, 4, 2, 1)], width=0.27,
                     label=name)
     axes[0].set_xticks(range(4), labels)
-    axes[0].set(title="MiniMind2 sizes: cache bytes per token", xlabel="layout (KV heads)", ylabel="bytes per token")
+    axes[0].set(title="MiniMind2-Small sizes: cache bytes per token", xlabel="layout (KV heads)",
+                ylabel="bytes per token")
     axes[0].yaxis.set_major_formatter(lambda value, _: f"{value:,.0f}")
     axes[0].legend(fontsize=8)
     # Dots on a log axis, each with its value: a bar on a log axis starts wherever the axis does,

@@ -86,12 +86,12 @@ def main(argv=None):
     exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     args = exp.args
     torch.set_num_threads(1)
-    config = mm.MiniMindConfig(max_position_embeddings=max(2048, args.steps))  # MiniMind2's cache shape
+    config = mm.MiniMindConfig(max_position_embeddings=max(2048, args.steps))  # MiniMind2-Small's cache shape
     n = args.steps
     # bytes per token step: K and V, every layer, every sequence of the batch
     b = 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 4 * args.batch
     tokens = new_tokens(config, args.batch, n, args.seed)
-    print(f"MiniMind2's cache shape (8 layers, 2 KV heads, head_dim 64, float32), batch {args.batch}: "
+    print(f"MiniMind2-Small's cache shape (8 layers, 2 KV heads, head_dim 64, float32), batch {args.batch}: "
           f"b = {b:,} bytes per step; n = {n} one-token steps")
     print()
     counted, cumulative, closed = count_bytes_written(config, tokens, b, args.batch, args.initial)

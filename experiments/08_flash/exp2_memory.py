@@ -13,7 +13,7 @@ of size O(T): its peak at most doubles. SDPA does all its work inside one C++ ke
 buffers this tracker cannot see (only its output shows); `make bench` measures all three as the
 operating system sees them.
 
-Why it matters: at T = 8192 one float32 score matrix of MiniMind2's 8 heads is 2 GiB per layer and
+Why it matters: at T = 8192 one float32 score matrix of MiniMind2-Small's 8 heads is 2 GiB per layer and
 per sequence, and training keeps it for the backward pass; FlashAttention never builds it.
 """
 

@@ -51,7 +51,7 @@ MINIMIND_FIELDS: dict[str, Rule] = {
     "num_attention_heads": integer(),
     "num_key_value_heads": integer(optional="as many as num_attention_heads"),
     "head_dim": integer(optional="hidden_size // num_attention_heads"),
-    "intermediate_size": integer(optional="derived from hidden_size, as MiniMind2 does"),
+    "intermediate_size": integer(optional="derived from hidden_size, as the MiniMind2 series does"),
     "vocab_size": integer(),
     "max_position_embeddings": integer(),
     # a base of 1 or less makes no geometric frequencies (0 or less: NaN angles)

@@ -67,7 +67,7 @@ from ..rope import apply_rotary_pos_emb, interleaved_to_half_permutation, precom
 class MLAConfig:
     """Sizes of an MLA layer, with transformers' DeepSeek field names (the paper's symbols in the comments).
 
-    The defaults put MLA at MiniMind2's attention sizes (hidden 512, 8 heads of 64), with the
+    The defaults put MLA at MiniMind2-Small's attention sizes (hidden 512, 8 heads of 64), with the
     ratios DeepSeek-V2 chose: d_c = 4 d_h and d_R = d_h / 2. `rope_interleave`: the rotary part of
     q and k pairs neighbouring dimensions (0, 1), (2, 3), ... as DeepSeek's checkpoints do
     (transformers' DeepseekV3Config defaults to True); False pairs (i, i + d_R/2), the rotate-half

@@ -17,7 +17,7 @@ from facts.upstream import MODEL_FILE_HISTORY, last_before, short
 ROOT = Path(__file__).resolve().parents[2]
 # commit (as the guides abbreviate it) -> what was read there
 UPSTREAM_COMMITS = {
-    "9d898576": "2026-01-01, MiniMind2's defaults (hidden 512, 2 KV heads), unchanged until minimind-3",
+    "9d898576": "2026-01-01, defaults of MiniMind2-Small's sizes (hidden 512, 2 KV heads), unchanged until minimind-3",
     "1279a616": "2026-01-13, the causal mask aligned to the last T keys; SDPA only without a cache",
     "c090b69c": "2026-01-15, the loss computed in forward; the last change before minimind-3",
     "101d7df2": "2026-03-24, '[update] minimind-3': hidden 768, 4 KV heads of 96, q/k RMSNorm",

@@ -1,8 +1,10 @@
-"""The cheat-sheet's facts (docs/cheatsheet.md): MiniMind2's and MiniMind-3's numbers as minimind_ref
-builds them, and every shape of the attention forward pass as the course map states it (the map's
-own tests hold those shapes to a real forward pass, tests/kit/test_course_map.py).
+"""The cheat-sheet's facts (docs/cheatsheet.md): MiniMind2-Small's, MiniMind2's and MiniMind-3's
+numbers as minimind_ref builds them, and every shape of the attention forward pass as the course map
+states it for MiniMind2-Small and MiniMind-3 (the map's own tests hold those shapes to a real forward
+pass, tests/kit/test_course_map.py).
 
-Names: cheatsheet_<quantity>_mm2 / _mm3, cheatsheet_shape_<step>_mm2 / _mm3."""
+Names: cheatsheet_<quantity>_small / _mm2 / _mm3 (MiniMind2-Small, upstream's 104M MiniMind2,
+MiniMind-3), cheatsheet_shape_<step>_small / _mm3."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from facts import fact
 from labkit.course_map import forward_steps
 from labkit.roofline import matmul_flops
 
-CONFIGS = {"mm2": mm.MiniMindConfig(), "mm3": mm.MiniMindConfig.minimind3()}
+CONFIGS = {"small": mm.MiniMindConfig(), "mm2": mm.MiniMindConfig.minimind2(), "mm3": mm.MiniMindConfig.minimind3()}
+MAPPED = ("small", "mm3")  # the course map's two configurations: the shapes table
 
 
 def _parameters(config: mm.MiniMindConfig) -> int:
@@ -63,7 +66,7 @@ def _register(name: str, compute) -> None:
 for _key, _config in CONFIGS.items():
     for _quantity, _rule in QUANTITIES.items():
         _register(f"cheatsheet_{_quantity}_{_key}", lambda rule=_rule, config=_config: rule(config))
-    for _step in forward_steps(_config):
+    for _step in forward_steps(_config) if _key in MAPPED else ():
         # the numbers of the step's shapes, in order (the symbols B, T, S are not numbers)
         _register(f"cheatsheet_shape_{_step.key}_{_key}",
                   lambda step=_step: tuple(n for _, shape in step.tensors for n in shape if isinstance(n, int))

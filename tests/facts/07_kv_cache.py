@@ -42,6 +42,15 @@ def minimind2_bytes(kv_heads=None, dtype_bytes=FLOAT32):
             * dtype_bytes)
 
 
+def measured_bytes_per_token(config: mm.MiniMindConfig, dtype: torch.dtype = torch.float32, tokens: int = 3) -> float:
+    """Bytes per token that minimind_ref's KVCache holds after every layer stored `tokens` positions."""
+    cache = mm.KVCache(config, batch_size=1)
+    for layer in range(config.num_hidden_layers):
+        k = torch.zeros(1, config.num_key_value_heads, tokens, config.head_dim, dtype=dtype)
+        cache.update(layer, k, k.clone())
+    return cache.nbytes() / tokens
+
+
 def _code() -> str:
     return "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code")
 
@@ -70,6 +79,18 @@ def minimind2_mha_cache_bytes_per_token_float32():
     return MINIMIND2.num_attention_heads, minimind2_bytes(kv_heads=MINIMIND2.num_attention_heads)
 
 
+@fact
+def minimind2_104m_cache_shape():
+    """(layers, KV heads, head_dim) of upstream's MiniMind2, the 104M model."""
+    big = mm.MiniMindConfig.minimind2()
+    return big.num_hidden_layers, big.num_key_value_heads, big.head_dim
+
+
+@fact
+def minimind2_104m_cache_bytes_per_token_float32():
+    return measured_bytes_per_token(mm.MiniMindConfig.minimind2())
+
+
 def _row(name: str):
     memory = script("exp3_cache_memory")
     shape = memory.PUBLISHED[name]
@@ -96,8 +117,14 @@ def kv_table_mistral_7b():
 
 
 @fact
-def kv_table_minimind2():
+def kv_table_minimind2_small():
     assert MINIMIND2.num_attention_heads * MINIMIND2.head_dim == MINIMIND2.hidden_size
+    return _row("MiniMind2-Small")
+
+
+@fact
+def kv_table_minimind2():
+    """Upstream's MiniMind2 (104M), the row exp3 reads from `MiniMindConfig.minimind2()`."""
     return _row("MiniMind2")
 
 
@@ -182,6 +209,22 @@ def cached_step_cost():
     cost = script("exp2_cost_per_token")
     return (cost.cached_step_rest(MINIMIND2), cost.attention_flops_per_key(MINIMIND2),
             cost.attention_crossover(MINIMIND2))
+
+
+@fact
+def no_cache_cubic_crossover():
+    """Generating n tokens without a cache, MiniMind2-Small: the first n at which the steps' attention
+    FLOPs (L^2 per-key costs at step L, growing as n^3 in all) reach the rest of their FLOPs
+    (projections, MLP and logits, growing as n^2), summed step by step with exp2's closed form."""
+    cost = script("exp2_cost_per_token")
+    per_key = cost.attention_flops_per_key(MINIMIND2)
+    attention = rest = 0
+    for length in range(1, 8 * MINIMIND2.max_position_embeddings):
+        step, pairs = cost.forward_flops(MINIMIND2, length), length * length * per_key
+        attention, rest = attention + pairs, rest + step - pairs
+        if attention >= rest:
+            return length
+    raise AssertionError("attention never overtakes the rest")
 
 
 @fact

@@ -1,5 +1,6 @@
-"""Module 08's decode-time facts (issue 25): one query row against a cache of S keys, its arithmetic
-intensity for MiniMind2's and MiniMind-3's shapes, and the chips' ridge points, from labkit.roofline.
+"""Module 08's decode-time facts (issues 25 and 35): one query row against a cache of S keys, its
+arithmetic intensity for MiniMind2-Small's, MiniMind2's and MiniMind-3's shapes, the chips' ridge
+points, and how flash-attn spreads a decoding step over an H100, from labkit.roofline.
 
 The chips' peak FLOP/s, bandwidth and SM counts are the vendors' (NVIDIA's datasheets and
 whitepapers, addresses in labkit/roofline.py): cited, not computed. What is derived from them is
@@ -12,11 +13,19 @@ import math
 
 import minimind_ref as mm
 from facts import fact
-from labkit.roofline import CHIPS, fused_accesses, intensity, matmul_flops, standard_elements
+from labkit.roofline import (
+    CHIPS,
+    flash_attn_decode_grid,
+    fused_accesses,
+    intensity,
+    matmul_flops,
+    standard_elements,
+)
 
 CACHE_LENGTH = 32768  # MiniMind's max_position_embeddings: the longest cache its RoPE table allows
 BY_NAME = {chip.name.split()[0]: chip for chip in CHIPS}
-SHAPES = {"MiniMind2": mm.MiniMindConfig(), "MiniMind-3": mm.MiniMindConfig.minimind3()}
+SHAPES = {"MiniMind2-Small": mm.MiniMindConfig(), "MiniMind2": mm.MiniMindConfig.minimind2(),
+          "MiniMind-3": mm.MiniMindConfig.minimind3()}
 
 
 def group(config: mm.MiniMindConfig) -> int:
@@ -38,7 +47,7 @@ def decode_cache_length():
 
 @fact
 def decode_intensity_minimind2():
-    config = SHAPES["MiniMind2"]
+    config = SHAPES["MiniMind2-Small"]
     assert (config.head_dim, config.num_attention_heads, config.num_key_value_heads) == (64, 8, 2)
     return decode_intensity(config)
 
@@ -52,7 +61,17 @@ def decode_intensity_minimind3():
 
 @fact
 def decode_intensity_unfused():
-    return decode_intensity(SHAPES["MiniMind2"], fused=False), decode_intensity(SHAPES["MiniMind-3"], fused=False)
+    return decode_intensity(SHAPES["MiniMind2-Small"], fused=False), decode_intensity(SHAPES["MiniMind-3"], fused=False)
+
+
+@fact
+def decode_fusing_saves_percent():
+    """The share of a decoding step's HBM traffic that never writing the score row saves, in %, for
+    MiniMind2-Small and MiniMind-3: 1 - fused elements / standard elements."""
+    def saved(config):
+        d, g = config.head_dim, group(config)
+        return 100 * (1 - fused_accesses(1, CACHE_LENGTH, d, g) / standard_elements(1, CACHE_LENGTH, d, g))
+    return saved(SHAPES["MiniMind2-Small"]), saved(SHAPES["MiniMind-3"])
 
 
 @fact
@@ -77,11 +96,9 @@ def decode_below_ridge_factor():
     return math.floor(factor)
 
 
-@fact
-def decode_step_minimind2_h100():
+def decode_step(config: mm.MiniMindConfig, chip) -> tuple[float, int, float, float]:
     """MiB of keys and values one step reads over all layers (bf16), the layers, and the time to read
-    them and to do the arithmetic on an H100, in microseconds."""
-    config, chip = SHAPES["MiniMind2"], BY_NAME["H100"]
+    them and to do the arithmetic on `chip`, in microseconds."""
     layers_kv = config.num_hidden_layers * config.num_key_value_heads
     cache_bytes = layers_kv * fused_accesses(1, CACHE_LENGTH, config.head_dim, group(config)) * 2
     flops = layers_kv * matmul_flops(1, CACHE_LENGTH, config.head_dim, group(config))
@@ -90,16 +107,30 @@ def decode_step_minimind2_h100():
 
 
 @fact
+def decode_step_minimind2_h100():
+    return decode_step(SHAPES["MiniMind2-Small"], BY_NAME["H100"])
+
+
+@fact
+def decode_step_minimind2_104m_h100():
+    """Upstream's MiniMind2 (104M): MiB read per step, layers, microseconds on an H100."""
+    return decode_step(SHAPES["MiniMind2"], BY_NAME["H100"])[:3]
+
+
+@fact
 def decode_blocks_h100():
     """Batch 1: one thread block per (sequence, head); the share of the H100's SMs they occupy, in %."""
-    blocks, chip = SHAPES["MiniMind2"].num_attention_heads, BY_NAME["H100"]
+    blocks, chip = SHAPES["MiniMind2-Small"].num_attention_heads, BY_NAME["H100"]
     assert blocks == SHAPES["MiniMind-3"].num_attention_heads
     return blocks, chip.sms, 100 * blocks / chip.sms
 
 
 @fact
-def flash_decoding_chunks_h100():
-    """Key chunks per head that give every SM of an H100 a block, and the blocks that makes."""
-    blocks, chip = SHAPES["MiniMind2"].num_attention_heads, BY_NAME["H100"]
-    chunks = math.ceil(chip.sms / blocks)
-    return chunks, blocks * chunks
+def flash_attn_decode_grid_h100():
+    """flash-attn v2.8.3 at batch 1 on an H100, MiniMind2-Small: (key/value heads after the GQA fold,
+    key splits, blocks); the blocks fill most of the chip's two-per-SM slots."""
+    config, chip = SHAPES["MiniMind2-Small"], BY_NAME["H100"]
+    grid = flash_attn_decode_grid(1, config.num_attention_heads, config.num_key_value_heads, CACHE_LENGTH,
+                                  config.head_dim, chip.sms)
+    assert grid["rows"] == group(config) and 0.8 * 2 * chip.sms <= grid["blocks"] <= 2 * chip.sms
+    return grid["heads"], grid["splits"], grid["blocks"]

@@ -34,3 +34,35 @@ def changes_between(older: str, newer: str) -> list[str]:
 def last_before(commit: str) -> str:
     commits = [short(c) for c, _, _ in MODEL_FILE_HISTORY]
     return commits[commits.index(commit) - 1]
+
+
+# Upstream's model table (README.md, "参考模型参数版本见下表"), the rows of the models the course
+# names, copied from a clone (`git show <commit>:README.md`). At 9d898576 (2026-01-01) the table
+# lists the MiniMind2 series; from the minimind-3 release on it lists minimind-3 first and keeps
+# the MiniMind2 series, lower-cased, as earlier versions ("历史版本"), with the same sizes, as at
+# d65ef2c0 (2026-08-21, the newest commit). `params` is what upstream's trainers print:
+# `sum(p.numel() for p in model.parameters())` (trainer/trainer_utils.py, `get_model_params`),
+# which counts the embedding that the LM head shares once, rounded to millions.
+README_MODEL_TABLE = {
+    "9d898576": """
+| Model Name        | params | len_vocab | rope_theta | n_layers | d_model | kv_heads | q_heads | share+route |
+| MiniMind2-Small   | 26M    | 6400      | 1e6        | 8        | 512     | 2        | 8       | -           |
+| MiniMind2-MoE     | 145M   | 6400      | 1e6        | 8        | 640     | 2        | 8       | 1+4         |
+| MiniMind2         | 104M   | 6400      | 1e6        | 16       | 768     | 2        | 8       | -           |
+""",
+    "d65ef2c0": """
+| Model Name | params | len_vocab | max_pos | rope_theta | n_layers | d_model | kv_heads | q_heads | note |
+| minimind-3 | 64M | 6400 | 32768 | 1e6 | 8 | 768 | 4 | 8 | Dense |
+| minimind-3-moe | 198M-A64M | 6400 | 32768 | 1e6 | 8 | 768 | 4 | 8 | 4 experts / top-1 |
+| minimind2-small | 26M | 6400 | 32768 | 1e6 | 8 | 512 | 2 | 8 | 历史版本 |
+| minimind2-moe | 145M | 6400 | 32768 | 1e6 | 8 | 640 | 2 | 8 | 历史版本 |
+| minimind2 | 104M | 6400 | 32768 | 1e6 | 16 | 768 | 2 | 8 | 历史版本 |
+""",
+}
+
+
+def model_table(commit: str) -> dict[str, dict[str, str]]:
+    """README_MODEL_TABLE[commit] as {model name, lower-cased: {column: cell}}."""
+    header, *rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+                     for line in README_MODEL_TABLE[commit].strip().splitlines()]
+    return {row[0].lower(): dict(zip(header, row, strict=True)) for row in rows}

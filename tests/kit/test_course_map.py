@@ -11,7 +11,7 @@ from labkit.course.slide_deck import CELL_GAP, SLIDE_HEIGHT, SLIDE_WIDTH, title_
 from labkit.course_map import MIN_TEXT_PX, block_rows, forward_steps, map_figures
 from labkit.syllabus import PLANNED_MODULES
 
-CONFIGS = {"MiniMind2": mm.MiniMindConfig(), "MiniMind-3": mm.MiniMindConfig.minimind3()}
+CONFIGS = {"MiniMind2-Small": mm.MiniMindConfig(), "MiniMind-3": mm.MiniMindConfig.minimind3()}
 B, CACHED, T = 2, 4, 3
 SIZES = {"B": B, "T": T, "S": CACHED + T}
 
