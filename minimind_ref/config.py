@@ -9,8 +9,9 @@ One field is ours: `qk_norm`. False gives MiniMind2 (no normalisation of q and k
 MiniMind3's per-head RMSNorm on q and k before RoPE, the layout of Qwen3.
 `MiniMindConfig.minimind3()` gives MiniMind-3's sizes, as upstream's config computes them today.
 
-A config that cannot build a working model is refused when it is made, with a message that names
-the field and the rule it broke; the rules are declared in one table (minimind_ref/_checks/config.py).
+A config that cannot build a working model is refused when it is made, naming the field and the
+rule it broke (one table, minimind_ref/_checks.py). numpy's numbers become Python's (np.int64(512)
+is kept as 512), so a config prints, compares and saves as JSON as any other.
 """
 
 from __future__ import annotations
@@ -20,20 +21,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks.config import ConfigError, check_minimind_config
+from ._checks import ConfigError, check_minimind_config
+from .rope import MINIMIND_YARN
 
-__all__ = ["MINIMIND_YARN", "ConfigError", "MiniMindConfig", "minimind_intermediate_size"]
-
-# MiniMind's YaRN settings, used when `inference_rope_scaling=True`: extend the 2048 positions
-# the model was trained on by a factor of 16 at inference time (module 06 teaches them).
-MINIMIND_YARN: dict[str, Any] = {
-    "type": "yarn",
-    "beta_fast": 32,
-    "beta_slow": 1,
-    "factor": 16,
-    "original_max_position_embeddings": 2048,
-    "attention_factor": 1.0,
-}
+__all__ = ["ConfigError", "MiniMindConfig", "minimind_intermediate_size"]
 
 
 def minimind_intermediate_size(hidden_size: int) -> int:
@@ -80,22 +71,16 @@ class MiniMindConfig:
     _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_minimind_config(self)  # every field's type and range: _checks/config.py
-        derived = set()
-        if self.num_key_value_heads is None:
-            self.num_key_value_heads = self.num_attention_heads
-            derived.add("num_key_value_heads")
-        if self.head_dim is None:
-            self.head_dim = self.hidden_size // self.num_attention_heads
-            derived.add("head_dim")
-        if self.intermediate_size is None:
-            self.intermediate_size = minimind_intermediate_size(self.hidden_size)
-            derived.add("intermediate_size")
+        check_minimind_config(self, MINIMIND_YARN)  # every field's type and range: _checks.py
+        derivable = ("num_key_value_heads", "head_dim", "intermediate_size")
+        derived = {name for name in derivable if getattr(self, name) is None}
+        self.num_key_value_heads = self.num_key_value_heads or self.num_attention_heads
+        self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads
+        self.intermediate_size = self.intermediate_size or minimind_intermediate_size(self.hidden_size)
         if self.inference_rope_scaling and self.rope_scaling is None:
-            self.rope_scaling = dict(MINIMIND_YARN)
             derived.add("rope_scaling")
-        if self.rope_scaling is not None:
-            self.rope_scaling = {**MINIMIND_YARN, **self.rope_scaling}  # unset keys take MiniMind's values
+        if self.inference_rope_scaling or self.rope_scaling is not None:
+            self.rope_scaling = {**MINIMIND_YARN, **(self.rope_scaling or {})}  # unset keys take MiniMind's values
         self._derived = frozenset(derived)
 
     # -- presets ----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ flash kernel; its math fallback (used, for example, with dropout) still copies.
 
 import torch
 
-from ._checks.attention import check_repeat_kv
+from ._checks import check_repeat_kv
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
@@ -25,11 +25,6 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     rule is the same). With n_rep == 1 (MHA) the input itself is returned, no copy.
     """
     check_repeat_kv(x, n_rep)
-    return _repeat_kv(x, n_rep)
-
-
-def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """repeat_kv's work (what attention runs on every step)."""
     if n_rep == 1:
         return x
     batch, kv_heads, seq, head_dim = x.shape
