@@ -13,9 +13,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-# -- values ----------------------------------------------------------------------------------------
 
-
+# -- values ---------------------------------------------------------------------------------------
 def is_int(value) -> bool:
     """A true integer, numpy's included; not a bool (True is 1 to Python, never a size to a reader)."""
     return type(value) is int or isinstance(value, numbers.Integral) and not isinstance(value, bool)
@@ -25,19 +24,13 @@ def is_real(value) -> bool:
     return type(value) in (int, float) or isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def is_tensor(value) -> bool:  # the plain type first: no call for an ordinary tensor
-    return type(value) is torch.Tensor or isinstance(value, torch.Tensor)
-
-
-def plain(value):
-    """numpy's integers and reals (any numbers.Integral or Real) as Python's int and float, in a dict too."""
+def plain(value):  # numpy's integers and reals (any numbers.Integral or Real) as Python's int and float
     if isinstance(value, dict):
         return {key: plain(item) for key, item in value.items()}
     return int(value) if is_int(value) else float(value) if is_real(value) else value
 
 
-def got(value) -> str:
-    """A value as a message shows it: a number as itself, anything else with its type."""
+def got(value) -> str:  # a value as a message shows it: a number as itself, anything else with its type
     number = is_real(value) or value is None or isinstance(value, bool)
     return repr(value) if number else f"{type(value).__name__} {value!r}"
 
@@ -67,15 +60,13 @@ def check_value(name: str, value, rule: Rule, error: type[Exception] = ValueErro
 
 
 def require_tensor(where: str, name: str, value, dims: int, layout: str) -> None:
-    if type(value) is not torch.Tensor and not is_tensor(value):
+    if type(value) is not torch.Tensor and not isinstance(value, torch.Tensor):
         raise TypeError(f"{where}{name} must be a torch.Tensor {layout}, got {type(value).__name__}.")
     if value.ndim != dims:
         raise ValueError(f"{where}{name} must be {dims}-D {layout}, got shape {tuple(value.shape)}.")
 
 
-# -- configs ---------------------------------------------------------------------------------------
-
-
+# -- configs --------------------------------------------------------------------------------------
 class ConfigError(ValueError):
     """A config field breaks a rule; the message names the field and the fix."""
 
@@ -104,8 +95,7 @@ YARN_FIELDS: dict[str, Rule] = {
 
 
 def check_fields(config, table: dict[str, Rule], prefix: str = "") -> None:
-    """Every field by its rule, once numpy's numbers (np.int64 and the like) are made Python's own:
-    a config holds plain values, which print, compare and save as JSON as any other."""
+    """Every field by its rule, once numpy's numbers are made Python's (a config holds plain values)."""
     for field in dataclasses.fields(config):
         object.__setattr__(config, field.name, plain(getattr(config, field.name)))
     for name, rule in table.items():
@@ -113,8 +103,7 @@ def check_fields(config, table: dict[str, Rule], prefix: str = "") -> None:
 
 
 def check_minimind_config(config, yarn_defaults: dict) -> None:
-    """MiniMindConfig's fields before the derived ones are filled in; `rope_scaling` as completed
-    by `yarn_defaults` (rope.MINIMIND_YARN)."""
+    """Before the derived fields are filled in; `rope_scaling` as `yarn_defaults` complete it."""
     check_fields(config, MINIMIND_FIELDS)
     heads = config.num_attention_heads
     kv = config.num_key_value_heads or heads
@@ -157,27 +146,24 @@ def check_rope_scaling(rope_scaling, defaults: dict) -> None:
 
 
 def check_rope_table(dim, end, rope_base, rope_scaling, yarn_defaults: dict) -> None:
-    if not is_int(dim) or dim < 2 or dim % 2:
-        raise ValueError(f"precompute_freqs_cis: dim must be a positive even number (pairs of dimensions), got {dim}.")
-    if not is_int(end) or end < 1:
-        raise ValueError(f"precompute_freqs_cis: end (number of positions) must be positive, got {end!r}.")
+    check_value("precompute_freqs_cis: dim", dim, Rule("a positive even number (pairs of dimensions)",
+                                                       lambda v: is_int(v) and v >= 2 and v % 2 == 0))
+    check_value("precompute_freqs_cis: end (number of positions)", end, integer(what="positive"))
     check_value("precompute_freqs_cis: rope_base", rope_base, MINIMIND_FIELDS["rope_theta"])
     if rope_scaling is not None:
         check_rope_scaling(rope_scaling, yarn_defaults)
 
 
-# -- attention, RoPE, repeat_kv and the masks ------------------------------------------------------
-
+# -- attention, RoPE, repeat_kv and the masks -----------------------------------------------------
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # half: computed in float32
 
 
 def check_attention_args(caller: str, q, k, v, attn_mask=None, is_causal=False, scale=None, dropout_p=0.0,
                          enable_gqa=False) -> None:
-    """Every attention path's (explicit, fused, FlashAttention): torch SDPA's rules, but for two. A causal
-    mask is aligned bottom-right, so it needs T <= S; an integer mask is refused (a 0/1 padding mask
-    added to the scores would hide nothing). q [B, H, T, D], k [B, H_kv, S, D], v [B, H_kv, S, D_v]."""
+    """Every attention path's: torch SDPA's rules but for two. Causal is aligned bottom-right, so T <= S;
+    an integer mask is refused (a 0/1 padding mask added to the scores would hide nothing)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
-        if not is_tensor(t):
+        if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor):
             raise TypeError(f"{caller}: {name} must be a torch.Tensor, got {type(t).__name__}.")
         if t.ndim != 4:
             raise ValueError(f"{caller} expects {name} as [batch, heads, seq, head_dim], got shape {tuple(t.shape)}.")
@@ -218,7 +204,7 @@ def check_attention_args(caller: str, q, k, v, attn_mask=None, is_causal=False, 
 
 def check_mask(caller: str, attn_mask, scores: tuple, device, floats: bool) -> None:
     """attn_mask broadcasts *to* the scores [B, H, T, S] (not growing them); bool, or float when `floats`."""
-    if not is_tensor(attn_mask):
+    if type(attn_mask) is not torch.Tensor and not isinstance(attn_mask, torch.Tensor):
         raise TypeError(f"{caller}: attn_mask must be a torch.Tensor or None, got {type(attn_mask).__name__}.")
     if attn_mask.dtype != torch.bool and not (floats and attn_mask.dtype.is_floating_point):
         floats = " or float (added to the scores: 0 keeps a key, -inf hides it)" if floats else ""
@@ -235,7 +221,7 @@ def check_mask(caller: str, attn_mask, scores: tuple, device, floats: bool) -> N
 
 def check_rotary_args(q, k, cos, sin) -> None:
     for name, t in (("q", q), ("k", k), ("cos", cos), ("sin", sin)):
-        if not is_tensor(t) or not t.dtype.is_floating_point:
+        if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
             raise TypeError(f"apply_rotary_pos_emb: {name} must be a floating-point tensor, got "
                             f"{getattr(t, 'dtype', type(t).__name__)}.")
     if q.ndim != 4 or k.ndim != 4 or sin.shape != cos.shape or k.shape[0] != q.shape[0] or k.shape[2:] != q.shape[2:] \
@@ -246,9 +232,8 @@ def check_rotary_args(q, k, cos, sin) -> None:
 
 
 def check_repeat_kv(x, n_rep) -> None:
-    if not is_tensor(x) or x.ndim != 4:
-        raise ValueError(f"repeat_kv expects a 4-D tensor [batch, kv_heads, seq, head_dim], got "
-                         f"{getattr(x, 'shape', type(x).__name__)}.")
+    if type(x) is not torch.Tensor and not isinstance(x, torch.Tensor) or x.ndim != 4:
+        raise ValueError(f"repeat_kv expects x as 4-D [batch, kv_heads, seq, head_dim], got {getattr(x, 'shape', x)}.")
     if type(n_rep) is not int and not is_int(n_rep) or n_rep < 1:
         raise ValueError(f"repeat_kv's n_rep must be a positive integer, got {n_rep!r}.")
 
@@ -284,9 +269,7 @@ def check_attention_mask(attention_mask, batch_size: int | None = None, key_len:
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (token).")
 
 
-# -- the KV cache ----------------------------------------------------------------------------------
-
-
+# -- the KV cache ---------------------------------------------------------------------------------
 class CacheError(ValueError):
     """A KV cache used with inputs it cannot hold; the message says which and why."""
 
@@ -322,36 +305,32 @@ def room_error(cache, layer_idx: int, new_tokens: int) -> CacheError:
 
 def check_layer_index(cache, layer_idx) -> None:
     if type(layer_idx) is not int and not is_int(layer_idx) or not 0 <= layer_idx < cache.num_layers:
-        raise CacheError(f"layer_idx must be an integer in [0, {cache.num_layers - 1}] (the cache's "
-                         f"num_hidden_layers is {cache.num_layers}), got {got(layer_idx)}.")
+        raise CacheError(f"layer_idx must be an integer in [0, {cache.num_layers - 1}], got {got(layer_idx)}.")
 
 
 def check_cache_update(cache, layer_idx, k, v) -> None:
     if type(layer_idx) is not int or not 0 <= layer_idx < cache.num_layers:
         check_layer_index(cache, layer_idx)
     for name, t in (("k", k), ("v", v)):
-        if not is_tensor(t) or not t.dtype.is_floating_point:
+        if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
             raise TypeError(f"KVCache.update: {name} must be a floating-point tensor, got {getattr(t, 'dtype', t)}.")
-    layout = (cache.batch_size, cache.num_kv_heads, cache.head_dim)
-    if k.shape != v.shape or k.ndim != 4 or (k.shape[0], k.shape[1], k.shape[3]) != layout:
-        raise CacheError(f"KVCache.update: k and v must both be [batch, num_key_value_heads, new positions, head_dim]"
-                         f" = [{layout[0]}, {layout[1]}, T, {layout[2]}], got {tuple(k.shape)} and {tuple(v.shape)}.")
-    stored = cache.keys[layer_idx]
-    if k.dtype != v.dtype or k.device != v.device or stored is not None and stored.device != k.device:
-        raise CacheError(f"KVCache.update: k ({k.dtype}, {k.device}) and v ({v.dtype}, {v.device}) must share a dtype, "
-                         f"and a device with what layer {layer_idx} holds: convert them with .to(...).")
+    layout, stored = (cache.batch_size, cache.num_kv_heads, cache.head_dim), cache.keys[layer_idx]
+    if k.shape != v.shape or k.ndim != 4 or (k.shape[0], k.shape[1], k.shape[3]) != layout or k.dtype != v.dtype \
+            or k.device != v.device or stored is not None and stored.device != k.device:
+        raise CacheError(f"KVCache.update: k and v must both be [batch, num_key_value_heads, new positions, "
+                         f"head_dim] = [{layout[0]}, {layout[1]}, T, {layout[2]}], of one dtype, on the device of layer"
+                         f" {layer_idx}'s storage; got k {tuple(k.shape)} {k.dtype} {k.device}, v {tuple(v.shape)} "
+                         f"{v.dtype} {v.device}.")
     if cache.lengths[layer_idx] + k.shape[2] > cache.max_length:
         raise room_error(cache, layer_idx, k.shape[2])
 
 
-# -- the model, and an Attention layer called on its own -------------------------------------------
-
+# -- the model, and an Attention layer called on its own ------------------------------------------
 INT_DTYPES = (torch.int64, torch.int32)
 
 
 class Door:
-    """A forward pre-hook that runs `check(module, *args, **kwargs)`: the module, called, checks its
-    arguments once per call (MiniMindForCausalLM's, and an Attention layer's called on its own)."""
+    """A forward pre-hook that runs `check(module, *args, **kwargs)` once per call of the module."""
 
     def __init__(self, check: Callable):
         self.check = check
@@ -374,12 +353,12 @@ def check_forward(model, input_ids, attention_mask=None, past_key_values=None, u
     if position_ids is None and past_len + seq_len > max_pos:
         raise ValueError(f"the sequence reaches position {past_len + seq_len - 1}, past max_position_embeddings "
                          f"({max_pos}): use a shorter input or a config with a larger max_position_embeddings.")
-    if position_ids is not None and not (is_tensor(position_ids) and position_ids.ndim == 2 and position_ids.shape[1]
-                                         == seq_len and position_ids.shape[0] in (1, batch)
-                                         and position_ids.dtype in INT_DTYPES):
+    ids = position_ids
+    if ids is not None and not (isinstance(ids, torch.Tensor) and ids.ndim == 2 and ids.shape[1] == seq_len
+                                and ids.shape[0] in (1, batch) and ids.dtype in INT_DTYPES):
         raise ValueError(f"position_ids must be integers of shape [batch, seq_len] = [{batch}, {seq_len}] (or [1, "
-                         f"{seq_len}]), got {getattr(position_ids, 'shape', got(position_ids))}.")
-    if position_ids is not None and (int(position_ids.min()) < 0 or int(position_ids.max()) >= max_pos):
+                         f"{seq_len}]), got {getattr(ids, 'shape', got(ids))}.")
+    if ids is not None and (int(ids.min()) < 0 or int(ids.max()) >= max_pos):
         raise ValueError(f"position_ids must lie in [0, max_position_embeddings={max_pos}).")
     check_value("logits_to_keep", logits_to_keep, integer(0, "an integer >= 0 (the last N positions get logits)"))
     if labels is not None:
@@ -398,7 +377,7 @@ def check_attention_layer(layer, x, position_embeddings, attn_mask=None, past_ke
                         f"{weight.device}: convert one of them (x.to(...) or layer.to(...)).")
     batch, seq = x.shape[:2]
     tables = position_embeddings if isinstance(position_embeddings, (tuple, list)) else ()
-    if len(tables) != 2 or not all(is_tensor(t) and t.dtype.is_floating_point and t.shape in (
+    if len(tables) != 2 or not all(isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.shape in (
             (seq, head_dim), (batch, seq, head_dim)) for t in tables):
         raise ValueError(f"Attention: position_embeddings must be (cos, sin), float tables of [seq, head_dim] = "
                          f"[{seq}, {head_dim}] or [batch, seq, head_dim] = [{batch}, {seq}, {head_dim}] (an angle per "
@@ -427,13 +406,12 @@ def check_input_ids(config, input_ids) -> tuple[int, int]:
 
 def check_labels(labels, input_ids, logits_to_keep: int, vocab_size: int) -> None:
     """Labels are the input ids themselves (shifted inside forward); -100 marks a position to skip."""
-    if not is_tensor(labels) or labels.shape != input_ids.shape:
-        raise ValueError(f"labels must have the shape of input_ids {tuple(input_ids.shape)}, got "
-                         f"{tuple(getattr(labels, 'shape', ())) or type(labels).__name__}.")
+    if not isinstance(labels, torch.Tensor) or labels.shape != input_ids.shape or labels.dtype not in INT_DTYPES:
+        raise ValueError(f"labels must hold integer token ids (int64), in the shape of input_ids "
+                         f"{tuple(input_ids.shape)}, got {getattr(labels, 'shape', type(labels).__name__)} "
+                         f"{getattr(labels, 'dtype', '')}.")
     if logits_to_keep:
         raise ValueError("labels need logits at every position: leave logits_to_keep at 0.")
-    if labels.dtype not in INT_DTYPES:
-        raise ValueError(f"labels must hold integer token ids (int64), got dtype {labels.dtype}.")
     outside = (labels != -100) & ((labels < 0) | (labels >= vocab_size))
     if bool(outside.any()):
         row, col = (int(i) for i in outside.nonzero()[0])
@@ -503,18 +481,17 @@ def check_state_dict(model, state_dict, strict: bool) -> None:
         raise TypeError(f"load_state_dict needs a mapping of names to tensors, got {type(state_dict).__name__}.")
     own, config = model.state_dict(), model.config
     for name, tensor in state_dict.items():
-        if name in own and is_tensor(tensor) and tensor.shape != own[name].shape:
+        if name in own and isinstance(tensor, torch.Tensor) and tensor.shape != own[name].shape:
             ending, shape = ".".join(name.split(".")[-2:]), own[name].shape
             fields = {SHAPE_FIELDS.get((ending, d), "hidden_size") for d in range(min(tensor.ndim, len(shape)))
                       if tensor.shape[d] != shape[d]}
             raise ValueError(f"load_state_dict: {name} is {tuple(tensor.shape)} in the state dict but {tuple(shape)} "
                              f"here: the configs differ in {' and '.join(sorted(fields) or ['hidden_size'])}; build "
                              f"the model with the config the weights were made for.")
-    layers = {int(n.split(".")[2]) for n in state_dict if n.startswith("model.layers.")}
-    if strict and layers and len(layers) != config.num_hidden_layers:
-        raise ValueError(f"load_state_dict: the state dict has {len(layers)} layers but this model has "
-                         f"num_hidden_layers={config.num_hidden_layers}: build it with the config the weights were "
-                         f"made for.")
+    layers = len({int(n.split(".")[2]) for n in state_dict if n.startswith("model.layers.")})
+    if strict and layers and layers != config.num_hidden_layers:
+        raise ValueError(f"load_state_dict: the state dict has {layers} layers but this model has num_hidden_layers="
+                         f"{config.num_hidden_layers}: build it with the config the weights were made for.")
     norms = any(".q_norm." in n for n in state_dict)
     if strict and state_dict and norms != config.qk_norm:
         raise ValueError(f"load_state_dict: the state dict {'has' if norms else 'has no'} q_norm/k_norm weights but "

@@ -5,13 +5,12 @@ each, read top to bottom in `forward`: split into heads, normalise q and k (Mini
 with RoPE, append them to the KV cache, share key/value heads, score, mask, softmax, merge the heads
 back. Module 10's grader plants each known mistake by overriding one step (labkit/grader/mistakes.py).
 
-It attends in one of two ways, which tests hold equal: by those steps, which hand back the weights
-(every heatmap in the course comes from them), when the weights are asked for or `flash_attn=False`;
-else by `fused_attention`, torch's fused kernel (one C++ kernel on CPU, FlashAttention-style on
-GPU), MiniMind's default, faster and leaner, which never makes the weights. The two as functions of
-tensors, with torch's argument names: `scaled_dot_product_attention` (written out) and
-`fused_attention`. A row whose keys are all masked (a pad query in a left-padded batch) has no
-meaningful softmax: every path gives it zero weights and a zero output, never NaN.
+It attends by those steps, which hand back the weights (every heatmap in the course comes from them),
+when they are asked for or `flash_attn=False`; else by `fused_attention`, torch's fused kernel (one
+C++ kernel on CPU, FlashAttention-style on GPU), MiniMind's default, which never makes the weights.
+Tests hold the two equal, and the functions of tensors `scaled_dot_product_attention` (written out)
+and `fused_attention` to torch's. A row whose keys are all masked (a pad query in a left-padded
+batch) gets zero weights and a zero output on every path, never NaN.
 """
 
 from __future__ import annotations
@@ -199,6 +198,4 @@ def fused_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropou
 
 def _scale(scale: float | None, head_dim: int) -> float:
     """1/sqrt(head_dim) unless given. A head_dim of 0 makes every score 0 whatever the scale."""
-    if scale is not None:
-        return float(scale)
-    return 1.0 / math.sqrt(head_dim) if head_dim else 1.0
+    return float(scale) if scale is not None else 1.0 / math.sqrt(head_dim) if head_dim else 1.0

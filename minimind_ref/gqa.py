@@ -8,9 +8,8 @@ A common claim is that this repetition is free. It is half true: `expand` makes 
 shares storage (stride 0 on the new axis, no bytes allocated), but the `reshape` that merges the
 group axis into the head axis cannot be expressed as a view of that storage, so it copies:
 n_rep times the KV bytes. (With a single KV head, MQA, it can: the merged axis keeps stride 0 and
-nothing is copied.) Module 04 shows the storage pointers and the bytes. torch's fused
-`scaled_dot_product_attention(..., enable_gqa=True)` avoids materialising the copy on its CPU
-flash kernel; its math fallback (used, for example, with dropout) still copies.
+nothing is copied.) Module 04 shows the pointers and bytes. torch's fused SDPA with `enable_gqa=True`
+avoids the copy on its CPU flash kernel; its math fallback (used with dropout, say) still copies.
 """
 
 import torch

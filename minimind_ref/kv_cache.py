@@ -6,10 +6,9 @@ new token's query attends to keys and values that were stored when the earlier t
 through; only the new token's own projections are computed.
 
 Storage: per layer, one preallocated tensor for keys and one for values, [B, H_kv, capacity, D],
-filled from the left. Writing into preallocated storage costs only the new token's bytes; growing
-by `torch.cat` would copy the whole cache at every step (module 07 measures both). When the
-capacity runs out it doubles, so the copying is amortised. Only the key/value heads are stored:
-with GQA that is H / H_kv times less memory than caching one K and V per query head.
+filled from the left: writing costs only the new token's bytes, where growing by `torch.cat` would
+copy the whole cache at every step (module 07 measures both); full, it doubles. Only the key/value
+heads are stored: with GQA, H / H_kv times less memory than one K and V per query head.
 
 Bytes per cached token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
 """

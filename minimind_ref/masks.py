@@ -49,13 +49,10 @@ def sliding_window_mask(query_len: int, key_len: int, window: int,
                         device: torch.device | str | None = None) -> torch.Tensor:
     """[T, S] bool, bottom-right aligned like `causal_mask`, and each query sees only the `window`
     most recent keys, itself included (module 05): query i, at absolute position p = S - T + i,
-    may see key j when p - window < j <= p.
-
-    This is the sliding-window attention of Mistral 7B (arXiv 2310.06825), with the window
-    counted as transformers counts it (`kv_idx > q_idx - sliding_window`). A stack of L such
-    layers still carries information up to L * (window - 1) positions back, one hop per layer.
-    With window >= key_len it is the plain causal mask.
-    """
+    may see key j when p - window < j <= p. The sliding-window attention of Mistral 7B (arXiv
+    2310.06825), the window counted as transformers counts it (`kv_idx > q_idx - sliding_window`).
+    A stack of L such layers still carries information up to L * (window - 1) positions back, one
+    hop per layer. With window >= key_len it is the plain causal mask."""
     check_mask_lengths(query_len, key_len, window, caller="sliding_window_mask", least=1)
     offset = key_len - query_len
     visible = torch.ones(query_len, key_len, dtype=torch.bool, device=device)

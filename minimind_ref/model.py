@@ -68,9 +68,8 @@ class MiniMindBlock(nn.Module):
 
 
 class MiniMindModel(nn.Module):
-    """The Transformer body's weights, under MiniMind's names (`model.layers.3...`): embeddings,
-    blocks, final norm, and the RoPE tables. Like nanoGPT's `transformer` container it has no
-    forward of its own: MiniMindForCausalLM.forward runs it, top to bottom."""
+    """The Transformer body's weights under MiniMind's names (`model.layers.3...`): embeddings, blocks,
+    final norm, RoPE tables. Like nanoGPT's `transformer`, no forward: MiniMindForCausalLM's runs it."""
 
     def __init__(self, config: MiniMindConfig):
         super().__init__()
@@ -114,15 +113,12 @@ class MiniMindForCausalLM(nn.Module):
                 past_key_values: KVCache | None = None, use_cache: bool = False, output_attentions: bool = False,
                 position_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 logits_to_keep: int = 0) -> CausalLMOutput:
-        """input_ids [B, T] -> CausalLMOutput (see its docstring).
-
-        attention_mask [B, S]: 1 for tokens, 0 for padding, S = cached + T positions.
-        past_key_values: a KVCache from an earlier call (it is updated in place); use_cache=True
-        makes one if none is given and returns it. position_ids [B, T]: each token's position,
-        for left-padded batches; by default positions continue from the cache. labels [B, T]:
-        the input ids themselves (the shift by one happens here); -100 marks positions to skip.
-        logits_to_keep: compute logits only for the last N positions (0 = all).
-        """
+        """input_ids [B, T] -> CausalLMOutput. attention_mask [B, S]: 1 for tokens, 0 for padding,
+        S = cached + T positions. past_key_values: a KVCache from an earlier call, updated in place
+        (use_cache=True makes one if none is given, and returns it). position_ids [B, T]: each
+        token's position, for left-padded batches; by default they continue from the cache. labels
+        [B, T]: the input ids themselves (shifted here), -100 where to skip. logits_to_keep: logits
+        for the last N positions only (0 = all)."""
         body = self.model
         batch, seq_len = input_ids.shape
         if use_cache and past_key_values is None:
@@ -140,10 +136,8 @@ class MiniMindForCausalLM(nn.Module):
         hidden_states = body.norm(hidden_states)
 
         logits = self.lm_head(hidden_states[:, -logits_to_keep:])  # [B, T, vocab]; -0: every position
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-                                   ignore_index=-100)
+        loss = None if labels is None else F.cross_entropy(  # next-token: logits at t predict labels at t + 1
+            logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100)
         return CausalLMOutput(logits=logits, past_key_values=past_key_values if use_cache else None,
                               attentions=attentions if output_attentions else None, loss=loss)
 
@@ -152,14 +146,11 @@ class MiniMindForCausalLM(nn.Module):
                  top_k: int | None = None, top_p: float | None = None, use_cache: bool = True,
                  eos_token_id: int | None = None, attention_mask: torch.Tensor | None = None,
                  generator: torch.Generator | None = None) -> torch.Tensor:
-        """Extend each prompt by up to `max_new_tokens` tokens; returns [B, T + new] ids.
-
-        Greedy when temperature is 0. With `use_cache` the prompt goes through once (prefill)
-        and then one token per step; without it, every step re-reads the whole sequence (the
-        slow way module 07 measures). A sequence that emits `eos_token_id` is padded with it
-        until all are done. `attention_mask` marks left padding; positions then start at each
-        sequence's first real token, as transformers does.
-        """
+        """Extend each prompt by up to `max_new_tokens` tokens; returns [B, T + new] ids. Greedy when
+        temperature is 0. With `use_cache` the prompt goes through once (prefill), then one token per
+        step; without it, every step re-reads the whole sequence (the slow way module 07 measures). A
+        sequence that emits `eos_token_id` is padded with it until all are done. `attention_mask`
+        marks left padding; positions then start at each sequence's first real token, as in transformers."""
         check_generate(self, input_ids, max_new_tokens, temperature, top_k, top_p, use_cache, eos_token_id,
                        attention_mask, generator)
         batch, prompt_len = input_ids.shape

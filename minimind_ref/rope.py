@@ -9,10 +9,9 @@ This file uses the "rotate-half" layout of MiniMind and transformers: dimension 
 dimension i + dim/2 (not with its neighbour i + 1, as the paper's complex-number form does). Both
 are the same rotation up to a fixed permutation of dimensions; module 06 proves it numerically.
 
-YaRN (arXiv 2309.00071) stretches a model to longer contexts than it was trained on: frequencies
-that turn many times within the trained length are kept (they carry local order), frequencies
-that turn less than once are divided by `factor` (interpolated, so long distances map onto angles
-seen in training), and a linear ramp blends the two in between.
+YaRN (arXiv 2309.00071) stretches a model past its trained length: frequencies that turn many times
+within it are kept (they carry local order), those that turn less than once are divided by `factor`
+(interpolated, so long distances map onto angles seen in training), a linear ramp blends the rest.
 """
 
 from __future__ import annotations
@@ -53,11 +52,9 @@ def yarn_ramp(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
 
 
 def yarn_inverse_frequencies(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
-    """The theta_i that `precompute_freqs_cis` uses with YaRN past the trained length. [dim/2]
-
-    theta_i * (1 - ramp_i + ramp_i / factor): pairs with ramp 0 keep their frequency, pairs with
-    ramp 1 turn `factor` times slower (position interpolation for that pair), the rest blend.
-    """
+    """The theta_i that `precompute_freqs_cis` uses with YaRN past the trained length, [dim/2]:
+    theta_i * (1 - ramp_i + ramp_i / factor). Pairs with ramp 0 keep their frequency, pairs with
+    ramp 1 turn `factor` times slower (position interpolation for that pair), the rest blend."""
     ramp = yarn_ramp(dim, rope_base, rope_scaling)  # [dim/2], 0 = keep, 1 = divide
     return rope_inverse_frequencies(dim, rope_base) * (1 - ramp + ramp / rope_scaling["factor"])
 
@@ -66,12 +63,10 @@ def precompute_freqs_cis(dim: int, end: int = 32 * 1024, rope_base: float = 1e6,
                          rope_scaling: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of every position's angles, each [end, dim], in rotate-half layout.
 
-    Row p holds cos(p * theta_i) for i = 0 .. dim/2 - 1, then the same half again (dimension i
-    and i + dim/2 form a pair and share an angle). With `rope_scaling` (YaRN), the frequencies are
-    rescaled only when the table reaches past the trained length (`end` greater than
-    `original_max_position_embeddings`); within it, plain RoPE is already right. The result is
-    multiplied by `attention_factor` (1.0 in MiniMind), which scales every attention score by its
-    square.
+    Row p holds cos(p * theta_i) for i = 0 .. dim/2 - 1, then the same half again (dimension i and
+    i + dim/2 share an angle). With `rope_scaling` (YaRN), the frequencies are rescaled only when the
+    table reaches past `original_max_position_embeddings`; within it, plain RoPE is already right.
+    The result is multiplied by `attention_factor` (1.0 in MiniMind): every score by its square.
     """
     check_rope_table(dim, end, rope_base, rope_scaling, MINIMIND_YARN)
     freqs = rope_inverse_frequencies(dim, rope_base)  # [dim/2]

@@ -13,9 +13,8 @@ def select_next_token(logits: torch.Tensor, temperature: float = 0.0, top_k: int
 
     temperature 0 is greedy (argmax; top_k and top_p change nothing). Otherwise the logits are
     divided by the temperature, cut to the `top_k` most likely tokens and to the smallest set
-    whose probability reaches `top_p` (the most likely token always stays), and sampled.
-    A row whose largest logit is not finite (NaN, +inf, or every logit -inf) has nothing to choose
-    from, and is refused.
+    whose probability reaches `top_p` (the most likely token always stays), and sampled. A row
+    whose largest logit is not finite (NaN, +inf, every logit -inf) has nothing to choose: refused.
     """
     check_select_next_token(logits, temperature, top_k, top_p, generator)
     best, argmax = logits.max(dim=-1)  # [B]: each row's largest logit, and where it is
