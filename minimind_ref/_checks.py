@@ -1,7 +1,6 @@
 """Every input check of minimind_ref, so that the files that teach show the ideas. Each public function
 calls its check once, at its top; those the model runs on every token ask plain comparisons first, so
-good arguments cost that one call. A message names the argument, the rule and the fix. Nothing here
-imports minimind_ref (so no import goes round in a circle)."""
+good arguments cost that one call. Nothing here imports minimind_ref: no import goes round in a circle."""
 
 from __future__ import annotations
 
@@ -131,7 +130,6 @@ def check_minimind_config(config, yarn_defaults: dict) -> None:
 
 
 def check_rope_scaling(rope_scaling, defaults: dict) -> None:
-    """MiniMind's YaRN settings as they are used: the keys given, over `defaults`."""
     if not isinstance(rope_scaling, dict):
         raise ConfigError(f"rope_scaling must be a dict (or None), got {type(rope_scaling).__name__}.")
     if set(rope_scaling) - set(YARN_FIELDS):
@@ -184,8 +182,11 @@ def check_attention_args(caller: str, q, k, v, attn_mask=None, is_causal=False, 
     if kv_heads != heads and (kv_heads == 0 or heads % kv_heads):
         raise ValueError(f"{caller}: q's {heads} heads cannot be split into equal groups over k's {kv_heads} heads: "
                          f"the number of query heads must be a multiple of the number of key/value heads.")
-    if attn_mask is not None:
-        check_mask(caller, attn_mask, (q.shape[0], heads, q.shape[2], k.shape[2]), q.device, floats=True)
+    mask, scores = attn_mask, (q.shape[0], heads, q.shape[2], k.shape[2])
+    if mask is not None and not (type(mask) is torch.Tensor and mask.dtype == torch.bool and mask.ndim == 4
+                                 and mask.shape[0] in (1, scores[0]) and mask.shape[1] in (1, heads)
+                                 and mask.shape[2:] == scores[2:] and mask.device == q.device):  # the model's: no call
+        check_mask(caller, mask, scores, q.device, floats=True)
     if type(is_causal) is not bool:
         raise TypeError(f"{caller}: is_causal must be True or False, got {is_causal!r}.")
     if is_causal and q.shape[2] > k.shape[2]:

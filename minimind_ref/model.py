@@ -160,8 +160,7 @@ class MiniMindForCausalLM(nn.Module):
             attention_mask = attention_mask.bool()  # checked: bool needs no second look at its values
             position_ids = (attention_mask.cumsum(-1) - 1).masked_fill(~attention_mask, 1)
 
-        tokens = input_ids.new_empty(batch, total)
-        tokens[:, :prompt_len] = input_ids
+        tokens = torch.cat([input_ids, input_ids.new_empty(batch, max_new_tokens)], dim=1)  # [B, total]
         cache = KVCache(self.config, batch, capacity=total) if use_cache else None
         finished = torch.zeros(batch, dtype=torch.bool, device=input_ids.device)
         length, step_input, step_positions = prompt_len, input_ids, position_ids
