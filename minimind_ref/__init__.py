@@ -34,10 +34,8 @@ from .norm import RMSNorm
 from .rope import MINIMIND_YARN, apply_rotary_pos_emb, precompute_freqs_cis, rotate_half
 from .sampling import select_next_token
 
-__all__ = [
-    "Attention", "CacheError", "CausalLMOutput", "ConfigError", "FeedForward", "KVCache",
-    "MINIMIND_YARN", "MiniMindBlock", "MiniMindConfig", "MiniMindForCausalLM", "MiniMindModel",
-    "RMSNorm", "apply_rotary_pos_emb", "causal_mask", "combined_mask", "fused_attention",
-    "minimind_intermediate_size", "padding_mask", "precompute_freqs_cis", "repeat_kv",
-    "rotate_half", "scaled_dot_product_attention", "select_next_token", "sliding_window_mask",
-]
+__all__ = ["Attention", "CacheError", "CausalLMOutput", "ConfigError", "FeedForward", "KVCache", "MINIMIND_YARN",
+           "MiniMindBlock", "MiniMindConfig", "MiniMindForCausalLM", "MiniMindModel", "RMSNorm", "apply_rotary_pos_emb",
+           "causal_mask", "combined_mask", "fused_attention", "minimind_intermediate_size", "padding_mask",
+           "precompute_freqs_cis", "repeat_kv", "rotate_half", "scaled_dot_product_attention", "select_next_token",
+           "sliding_window_mask"]

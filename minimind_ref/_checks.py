@@ -397,8 +397,7 @@ def check_input_ids(config, input_ids) -> tuple[int, int]:
     if input_ids.dtype not in INT_DTYPES:
         raise ValueError(f"input_ids must hold integer token ids (int64), got dtype {input_ids.dtype}.")
     if 0 in input_ids.shape:
-        raise ValueError(f"input_ids has shape {tuple(input_ids.shape)}: give at least one sequence of at least one "
-                         f"token.")
+        raise ValueError(f"input_ids has shape {tuple(input_ids.shape)}: give at least one sequence of one token.")
     low, high = int(input_ids.min()), int(input_ids.max())
     if low < 0 or high >= config.vocab_size:
         raise ValueError(f"input_ids must lie in [0, vocab_size={config.vocab_size}), got values from {low} to {high}.")
