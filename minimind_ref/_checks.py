@@ -282,19 +282,21 @@ def check_cache_args(name: str, config, config_type: type, batch_size, capacity,
     check_value(f"{name} capacity", capacity, integer(optional=f"for {default_capacity}"), CacheError)
 
 
-def check_cache_fits(cache, config, batch_size: int, new_tokens: int, layer_idx: int = 0) -> None:
-    """A KVCache built for this model and batch, with room for the new tokens: checked before any layer runs."""
+def check_cache_fits(cache, config, batch_size: int, new_tokens: int, layer_idx: int | None = None) -> None:
+    """A KVCache built for this model (for one layer, `layer_idx`: its slot and head sizes) and batch, with
+    room for the new tokens: checked before any layer runs."""
     if not hasattr(cache, "num_kv_heads"):
         raise TypeError(f"past_key_values must be a minimind_ref.KVCache or None, got {type(cache).__name__}.")
     built = (cache.num_layers, cache.num_kv_heads, cache.head_dim)
-    model = (config.num_hidden_layers, config.num_key_value_heads, config.head_dim)
+    model = (config.num_hidden_layers if layer_idx is None else cache.num_layers, config.num_key_value_heads,
+             config.head_dim)
     if built != model:
         raise CacheError(f"this KV cache was built for (num_hidden_layers, num_key_value_heads, head_dim) = {built}, "
                          f"but the model has {model}: build it with the model's config, KVCache(model.config, batch).")
     if batch_size != cache.batch_size:
         raise CacheError(f"this KV cache was built for batch size {cache.batch_size}, but the input has batch size "
                          f"{batch_size}: a cache holds one batch; start a new one (past_key_values=None).")
-    check_layer_index(cache, layer_idx)
+    check_layer_index(cache, layer_idx := layer_idx or 0)
     if cache.lengths[layer_idx] + new_tokens > cache.max_length:
         raise room_error(cache, layer_idx, new_tokens)
 

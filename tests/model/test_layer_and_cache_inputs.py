@@ -109,6 +109,14 @@ def test_a_layer_names_a_cache_it_cannot_use():
     refused(lambda: layer(x, angles(T, D), output_attentions="yes"), "output_attentions")
 
 
+def test_a_layer_on_its_own_needs_only_its_slot_of_a_cache(layer):
+    """A cache of one layer (as quizzes/04's check builds it) serves layer 0 of an 8-layer config."""
+    cache = mm.KVCache(CONFIG.replace(num_hidden_layers=1), B)
+    with torch.no_grad():
+        layer(torch.randn(B, T, C), angles(T, D), None, cache)
+    assert cache.get_seq_length(0) == T
+
+
 def test_a_half_precision_layer_takes_float32_angles_as_the_grader_gives_them(layer):
     half = mm.Attention(CONFIG).half().eval()
     out, weights = half(torch.randn(B, T, C).half(), angles(T, D), None, None, True)
