@@ -234,7 +234,7 @@ def check_rotary_args(q, k, cos, sin) -> None:
 
 def check_repeat_kv(x, n_rep) -> None:
     if type(x) is not torch.Tensor and not isinstance(x, torch.Tensor) or x.ndim != 4:
-        raise ValueError(f"repeat_kv expects x as 4-D [batch, kv_heads, seq, head_dim], got {getattr(x, 'shape', x)}.")
+        raise ValueError(f"repeat_kv: x must be 4-D [batch, kv_heads, seq, D], got {getattr(x, 'shape', type(x))}.")
     if type(n_rep) is not int and not is_int(n_rep) or n_rep < 1:
         raise ValueError(f"repeat_kv's n_rep must be a positive integer, got {n_rep!r}.")
 
@@ -316,7 +316,7 @@ def check_cache_update(cache, layer_idx, k, v) -> None:
         check_layer_index(cache, layer_idx)
     for name, t in (("k", k), ("v", v)):
         if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
-            raise TypeError(f"KVCache.update: {name} must be a floating-point tensor, got {getattr(t, 'dtype', t)}.")
+            raise TypeError(f"KVCache.update: {name} must be a float tensor, got {getattr(t, 'dtype', type(t))}.")
     layout, stored = (cache.batch_size, cache.num_kv_heads, cache.head_dim), cache.keys[layer_idx]
     if k.shape != v.shape or k.ndim != 4 or (k.shape[0], k.shape[1], k.shape[3]) != layout or k.dtype != v.dtype \
             or k.device != v.device or stored is not None and stored.device != k.device:
