@@ -44,8 +44,8 @@ def attention_scores(layer: mm.Attention, x: torch.Tensor, cos: torch.Tensor, si
     """A layer's scores q . k / sqrt(D) before any mask or softmax, [B, T, C] -> [B, H, T, T]:
     the layer's own steps up to `scores` (the layer returns only the weights, and some claims
     are about the scores)."""
-    q, k, v = layer.split_heads(x)  # [B, H, T, D], [B, H_kv, T, D]
+    q, k, _ = layer.split_heads(x)  # [B, H, T, D], [B, H_kv, T, D]
     if layer.q_norm is not None:
         q, k = layer.normalise(q, k)
-    q, k, _ = layer.rotate(q, k, v, cos, sin, None)
+    q, k = layer.rotate(q, k, cos, sin)
     return layer.scores(q, layer.share_kv(k))

@@ -12,34 +12,30 @@ Each concept lives in its own file, named after it, and each file says which mod
     kv_cache.py     the KV cache                                        (module 07)
     sampling.py     choosing the next token
     model.py        MiniMindForCausalLM: the whole model and generate()
-    oracles.py      the same model in transformers (Llama, Qwen3), loaded with the same weights:
-                    what the tests compare against (imports transformers, so only tests import it)
+    oracles.py      the same model in transformers (Llama, Qwen3), for the tests to compare against
 
-Every input check lives in `_checks/` (one module per kind of input), run once per public call,
-so that the files above show the ideas.
+Every input check lives in `_checks.py`; each public function calls its check once, at its top, so
+that the files above show the ideas.
 
 Not MiniMind, and kept apart in `variants/`: the attention variants the course builds beside it,
 FlashAttention (module 08) and multi-head latent attention (module 04).
 
-Pure PyTorch: nothing here imports plotting, widget or notebook libraries. The course's kit
-(heatmaps, checks, quizzes, training) is the separate package `labkit`.
+Pure PyTorch: the course's kit (heatmaps, checks, quizzes, training) is the separate package `labkit`.
 """
 
 from .attention import Attention, fused_attention, scaled_dot_product_attention
-from .config import MINIMIND_YARN, ConfigError, MiniMindConfig, minimind_intermediate_size
+from .config import ConfigError, MiniMindConfig, minimind_intermediate_size
 from .feedforward import FeedForward
 from .gqa import repeat_kv
 from .kv_cache import CacheError, KVCache
 from .masks import causal_mask, combined_mask, padding_mask, sliding_window_mask
 from .model import CausalLMOutput, MiniMindBlock, MiniMindForCausalLM, MiniMindModel
 from .norm import RMSNorm
-from .rope import apply_rotary_pos_emb, precompute_freqs_cis, rotate_half
+from .rope import MINIMIND_YARN, apply_rotary_pos_emb, precompute_freqs_cis, rotate_half
 from .sampling import select_next_token
 
-__all__ = [
-    "Attention", "CacheError", "CausalLMOutput", "ConfigError", "FeedForward", "KVCache",
-    "MINIMIND_YARN", "MiniMindBlock", "MiniMindConfig", "MiniMindForCausalLM", "MiniMindModel",
-    "RMSNorm", "apply_rotary_pos_emb", "causal_mask", "combined_mask", "fused_attention",
-    "minimind_intermediate_size", "padding_mask", "precompute_freqs_cis", "repeat_kv",
-    "rotate_half", "scaled_dot_product_attention", "select_next_token", "sliding_window_mask",
-]
+__all__ = ["Attention", "CacheError", "CausalLMOutput", "ConfigError", "FeedForward", "KVCache", "MINIMIND_YARN",
+           "MiniMindBlock", "MiniMindConfig", "MiniMindForCausalLM", "MiniMindModel", "RMSNorm", "apply_rotary_pos_emb",
+           "causal_mask", "combined_mask", "fused_attention", "minimind_intermediate_size", "padding_mask",
+           "precompute_freqs_cis", "repeat_kv", "rotate_half", "scaled_dot_product_attention", "select_next_token",
+           "sliding_window_mask"]

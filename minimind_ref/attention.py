@@ -1,23 +1,16 @@
 """Attention: softmax(Q K^T / sqrt(d)) V, the MiniMind layer and the two functions (modules 01-05, 10).
 
-`Attention` is MiniMind's attention layer, written as the steps a learner writes, one short
-method each, read top to bottom in `forward`: split the projections into heads, normalise q and k
-(MiniMind3), rotate them with RoPE, append them to the KV cache, share key/value heads, score,
-mask, softmax, and merge the heads back. Module 10's grader plants each known mistake by
-overriding one of these steps (`labkit/grader/mistakes.py`).
+`Attention` is MiniMind's attention layer, written as the steps a learner writes, one short method
+each, read top to bottom in `forward`: split into heads, normalise q and k (MiniMind3), rotate them
+with RoPE, append them to the KV cache, share key/value heads, score, mask, softmax, merge the heads
+back. Module 10's grader plants each known mistake by overriding one step (labkit/grader/mistakes.py).
 
-The layer has two ways to attend, and tests hold them equal:
-- the steps above, which hand back the weights (every heatmap in the course comes from them);
-- torch's fused `scaled_dot_product_attention` (one C++ kernel on CPU, FlashAttention-style on
-  GPU), faster and leaner, which never materialises the weights: used when the config asks for
-  it (`flash_attn`) and the weights are not asked for.
-
-The same two, as functions on tensors, with torch's argument names: `scaled_dot_product_attention`
-(written out, and able to return the weights) and `fused_attention`. Both check their arguments
-once (minimind_ref/_checks/attention.py); they accept what torch's SDPA accepts.
-
-A row whose keys are all masked (a pad query in a left-padded batch sees only pad keys) has no
-meaningful softmax. Every path returns zero weights and a zero output for it, never NaN.
+It attends by those steps, which hand back the weights (every heatmap in the course comes from them),
+when they are asked for or `flash_attn=False`; else by `fused_attention`, torch's fused kernel (one
+C++ kernel on CPU, FlashAttention-style on GPU), MiniMind's default, which never makes the weights.
+Tests hold the two equal, and the functions of tensors `scaled_dot_product_attention` (written out)
+and `fused_attention` to torch's. A row whose keys are all masked (a pad query in a left-padded
+batch) gets zero weights and a zero output on every path, never NaN.
 """
 
 from __future__ import annotations
@@ -28,17 +21,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks.attention import check_attention_args
+from ._checks import Door, check_attention_args, check_attention_layer
 from .config import MiniMindConfig
-from .gqa import _repeat_kv
+from .gqa import repeat_kv
 from .kv_cache import KVCache
-from .masks import _causal_mask
+from .masks import causal_mask
 from .norm import RMSNorm
-from .rope import _apply_rotary_pos_emb
+from .rope import apply_rotary_pos_emb
 
 
 class Attention(nn.Module):
-    """MiniMind's self-attention layer: MHA, GQA or MQA depending on `num_key_value_heads`."""
+    """MiniMind's self-attention layer: MHA, GQA or MQA depending on `num_key_value_heads`. Called on
+    its own, it checks its inputs at its door, a forward pre-hook, as the model does."""
 
     def __init__(self, config: MiniMindConfig, layer_idx: int = 0):
         super().__init__()
@@ -52,34 +46,29 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.num_heads * self.head_dim, config.hidden_size, bias=False)
-        if config.qk_norm:  # MiniMind3 / Qwen3: keeps q . k from growing with the weights
-            self.q_norm = RMSNorm(self.head_dim, eps=config.rms_norm_eps)
-            self.k_norm = RMSNorm(self.head_dim, eps=config.rms_norm_eps)
-        else:
-            self.q_norm = self.k_norm = None
+        # MiniMind3 / Qwen3 (qk_norm): keeps q . k from growing with the weights
+        self.q_norm = RMSNorm(self.head_dim, eps=config.rms_norm_eps) if config.qk_norm else None
+        self.k_norm = RMSNorm(self.head_dim, eps=config.rms_norm_eps) if config.qk_norm else None
         self.dropout = config.dropout  # in training only: of the weights, and of the output
         self.use_fused = config.flash_attn  # torch's fused kernel when the weights are not asked for
+        self.door = self.register_forward_pre_hook(Door(check_attention_layer), with_kwargs=True)  # a block removes it
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        position_embeddings: tuple[torch.Tensor, torch.Tensor],
-        attn_mask: torch.Tensor | None = None,
-        past_key_values: KVCache | None = None,
-        output_attentions: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attn_mask: torch.Tensor | None = None, past_key_values: KVCache | None = None,
+                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: [B, T, C]; position_embeddings: (cos, sin) for the T new positions; attn_mask: the
         whole bool mask [B, 1, T, S], causality included (masks.combined_mask), or None for plain
         causal attention. Returns ([B, T, C], the weights [B, H, T, S] when asked, else None)."""
         q, k, v = self.split_heads(x)  # [B, H, T, D], [B, H_kv, T, D], [B, H_kv, T, D]
         if self.q_norm is not None:
             q, k = self.normalise(q, k)
-        q, k, v = self.rotate(q, k, v, *position_embeddings, past_key_values)
+        q, k = self.rotate(q, k, *position_embeddings)
         if past_key_values is not None:
             k, v = self.append_to_cache(past_key_values, k, v)  # [B, H_kv, S, D], S = cached + T
         dropout = self.dropout if self.training else 0.0
         if self.use_fused and not output_attentions:  # torch's kernel: every step below in one
-            out, weights = _fused_attention(q, k, v, attn_mask, attn_mask is None, None, dropout), None
+            out, weights = fused_attention(q, k, v, attn_mask, attn_mask is None, dropout_p=dropout,
+                                           enable_gqa=True), None
         else:
             k, v = self.share_kv(k), self.share_kv(v)  # [B, H, S, D]
             visible = self.visible(attn_mask, q.shape[2], k.shape[2], x.device)  # bool, [.., T, S]
@@ -89,7 +78,6 @@ class Attention(nn.Module):
         return torch.dropout(out, self.dropout, self.training), weights
 
     # -- the steps ---------------------------------------------------------------------------
-
     def split_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Project, then [B, T, heads * D] -> [B, heads, T, D]: each head gets its own slice."""
         batch, seq_len, _ = x.shape
@@ -102,11 +90,9 @@ class Attention(nn.Module):
         """MiniMind3 (qk_norm): RMSNorm over each head's D dimensions, before RoPE."""
         return self.q_norm(q), self.k_norm(k)
 
-    def rotate(self, q, k, v, cos, sin, cache):
-        """RoPE on queries and keys (rotate-half pairs); values keep their content. `cache` tells
-        a planted mistake where the new tokens sit."""
-        q, k = _apply_rotary_pos_emb(q, k, cos, sin)
-        return q, k, v
+    def rotate(self, q, k, cos, sin):
+        """RoPE on queries and keys (rotate-half pairs); the values are never rotated."""
+        return apply_rotary_pos_emb(q, k, cos, sin)
 
     def append_to_cache(self, cache: KVCache, k, v):
         """The new keys and values go after the cached ones, along the positions axis."""
@@ -114,7 +100,7 @@ class Attention(nn.Module):
 
     def share_kv(self, kv: torch.Tensor) -> torch.Tensor:
         """Each key/value head serves a block of n_rep consecutive query heads (module 04)."""
-        return _repeat_kv(kv, self.n_rep)
+        return repeat_kv(kv, self.n_rep)
 
     def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """q k^T / sqrt(D): how well each query matches each key, [B, H, T, S]."""
@@ -124,7 +110,7 @@ class Attention(nn.Module):
         """The given bool mask (causality included), or the causal mask aligned bottom-right."""
         if attn_mask is not None:
             return attn_mask
-        return _causal_mask(query_len, key_len, device)
+        return causal_mask(query_len, key_len, device)
 
     def mask(self, scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         """Hidden keys get the lowest finite score (not -inf: a row that hides every key then
@@ -144,18 +130,10 @@ class Attention(nn.Module):
 
 # -- the same attention as functions of tensors ---------------------------------------------------
 
-
-def scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    dropout_p: float = 0.0,
-    enable_gqa: bool = False,
-    return_weights: bool = False,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                 attn_mask: torch.Tensor | None = None, is_causal: bool = False,
+                                 scale: float | None = None, dropout_p: float = 0.0, enable_gqa: bool = False,
+                                 return_weights: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Attention written out, with torch's argument names. q: [B, H, T, D]; k: [B, H_kv, S, D];
     v: [B, H_kv, S, D_v], where D_v may differ from D (as in DeepSeek's MLA; torch allows it too).
 
@@ -172,7 +150,7 @@ def scaled_dot_product_attention(
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     heads, key_len = q.shape[1], k.shape[2]
     if k.shape[1] != heads:  # enable_gqa: each key/value head serves a group of query heads
-        k, v = _repeat_kv(k, heads // k.shape[1]), _repeat_kv(v, heads // k.shape[1])
+        k, v = repeat_kv(k, heads // k.shape[1]), repeat_kv(v, heads // k.shape[1])
     scores = (q @ k.transpose(-2, -1)) * _scale(scale, q.shape[-1])  # [B, H, T, S]
     visible = None
     if attn_mask is not None and attn_mask.dtype != torch.bool:
@@ -181,7 +159,7 @@ def scaled_dot_product_attention(
     elif attn_mask is not None:
         visible = attn_mask
     if is_causal:
-        causal = _causal_mask(q.shape[2], key_len, q.device)
+        causal = causal_mask(q.shape[2], key_len, q.device)
         visible = causal if visible is None else visible & causal
     if visible is not None:
         scores = scores.masked_fill(~visible, torch.finfo(dtype).min)
@@ -196,21 +174,16 @@ def scaled_dot_product_attention(
 def fused_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropout_p=0.0, enable_gqa=False):
     """torch's fused SDPA with the course's conventions: bottom-right causal alignment, and the same
     arguments and checks as `scaled_dot_product_attention`. q: [B, H, T, D]; k, v: [B, H_kv, S, D];
-    attn_mask: bool, float or None."""
-    check_attention_args("fused_attention", q, k, v, attn_mask, is_causal, scale, dropout_p, enable_gqa)
-    return _fused_attention(q, k, v, attn_mask, is_causal, scale, dropout_p)
-
-
-def _fused_attention(q, k, v, attn_mask, is_causal, scale, dropout_p):
-    """fused_attention's work. torch aligns `is_causal` to the top left, so a causal mask with
+    attn_mask: bool, float or None. torch aligns `is_causal` to the top left, so a causal mask with
     fewer queries than keys, or combined with attn_mask, is given as a mask instead."""
+    check_attention_args("fused_attention", q, k, v, attn_mask, is_causal, scale, dropout_p, enable_gqa)
     query_len, key_len = q.shape[-2], k.shape[-2]
     if attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(q.dtype)  # torch wants a float mask in the queries' dtype
     if is_causal and query_len == 1 and attn_mask is None:
         is_causal = False  # one new token after the cache: it may see every key
     elif is_causal and (query_len != key_len or attn_mask is not None):
-        causal = _causal_mask(query_len, key_len, q.device)  # bottom right
+        causal = causal_mask(query_len, key_len, q.device)  # bottom right
         if attn_mask is None:
             attn_mask = causal
         elif attn_mask.dtype == torch.bool:
@@ -225,6 +198,4 @@ def _fused_attention(q, k, v, attn_mask, is_causal, scale, dropout_p):
 
 def _scale(scale: float | None, head_dim: int) -> float:
     """1/sqrt(head_dim) unless given. A head_dim of 0 makes every score 0 whatever the scale."""
-    if scale is not None:
-        return float(scale)
-    return 1.0 / math.sqrt(head_dim) if head_dim else 1.0
+    return float(scale) if scale is not None else 1.0 / math.sqrt(head_dim) if head_dim else 1.0

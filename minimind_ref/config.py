@@ -2,17 +2,16 @@
 
 The field names are MiniMind's (github jingyaogong/minimind, `model/model_minimind.py`), so a
 learner can read its config next to this one. The defaults are MiniMind2-Small's (upstream's 26M
-model of the MiniMind2 series), the layout that the course's source notes describe: hidden 512,
-8 layers, 8 query heads sharing 2 key/value heads (grouped-query attention), a 6400-token
-vocabulary and RoPE with base 1e6.
+model), as the course's source notes describe it: hidden 512, 8 layers, 8 query heads sharing 2
+key/value heads (grouped-query attention), a 6400-token vocabulary, RoPE with base 1e6.
 
 One field is ours: `qk_norm`. False gives the MiniMind2 series (no normalisation of q and k); True
 gives MiniMind3's per-head RMSNorm on q and k before RoPE, the layout of Qwen3.
-`MiniMindConfig.minimind2()` gives upstream's MiniMind2, the 104M model; `MiniMindConfig.minimind3()`
-gives MiniMind-3's sizes, as upstream's config computes them today.
+`minimind2()` gives upstream's MiniMind2 (104M); `minimind3()` MiniMind-3, as upstream computes it today.
 
-A config that cannot build a working model is refused when it is made, with a message that names
-the field and the rule it broke; the rules are declared in one table (minimind_ref/_checks/config.py).
+A config that cannot build a working model is refused when it is made, naming the field and the
+rule it broke (one table, minimind_ref/_checks.py). numpy's numbers become Python's (np.int64(512)
+is kept as 512), so a config prints, compares and saves as JSON as any other.
 """
 
 from __future__ import annotations
@@ -22,20 +21,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks.config import ConfigError, check_minimind_config
+from ._checks import ConfigError, check_minimind_config
+from .rope import MINIMIND_YARN
 
-__all__ = ["MINIMIND_YARN", "ConfigError", "MiniMindConfig", "minimind_intermediate_size"]
-
-# MiniMind's YaRN settings, used when `inference_rope_scaling=True`: extend the 2048 positions
-# the model was trained on by a factor of 16 at inference time (module 06 teaches them).
-MINIMIND_YARN: dict[str, Any] = {
-    "type": "yarn",
-    "beta_fast": 32,
-    "beta_slow": 1,
-    "factor": 16,
-    "original_max_position_embeddings": 2048,
-    "attention_factor": 1.0,
-}
+__all__ = ["ConfigError", "MiniMindConfig", "minimind_intermediate_size"]
 
 
 def minimind_intermediate_size(hidden_size: int) -> int:
@@ -82,64 +71,40 @@ class MiniMindConfig:
     _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_minimind_config(self)  # every field's type and range: _checks/config.py
-        derived = set()
-        if self.num_key_value_heads is None:
-            self.num_key_value_heads = self.num_attention_heads
-            derived.add("num_key_value_heads")
-        if self.head_dim is None:
-            self.head_dim = self.hidden_size // self.num_attention_heads
-            derived.add("head_dim")
-        if self.intermediate_size is None:
-            self.intermediate_size = minimind_intermediate_size(self.hidden_size)
-            derived.add("intermediate_size")
+        check_minimind_config(self, MINIMIND_YARN)  # every field's type and range: _checks.py
+        derivable = ("num_key_value_heads", "head_dim", "intermediate_size")
+        derived = {name for name in derivable if getattr(self, name) is None}
+        self.num_key_value_heads = self.num_key_value_heads or self.num_attention_heads
+        self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads
+        self.intermediate_size = self.intermediate_size or minimind_intermediate_size(self.hidden_size)
         if self.inference_rope_scaling and self.rope_scaling is None:
-            self.rope_scaling = dict(MINIMIND_YARN)
             derived.add("rope_scaling")
-        if self.rope_scaling is not None:
-            self.rope_scaling = {**MINIMIND_YARN, **self.rope_scaling}  # unset keys take MiniMind's values
+        if self.inference_rope_scaling or self.rope_scaling is not None:
+            self.rope_scaling = {**MINIMIND_YARN, **(self.rope_scaling or {})}  # unset keys take MiniMind's values
         self._derived = frozenset(derived)
 
     # -- presets ----------------------------------------------------------------------------
     @classmethod
     def minimind2(cls, **overrides: Any) -> MiniMindConfig:
-        """MiniMind2: upstream's 104M model, the checkpoint released under that name.
-
-        Upstream's README model table (github jingyaogong/minimind, `README.md` at commit 9d898576,
-        2026-01-01, the same sizes still listed at d65ef2c0, 2026-08-21): "MiniMind2, 104M, vocab
-        6400, rope_theta 1e6, 16 layers, d_model 768, 2 kv_heads, 8 q_heads". Its trainer builds it
-        as `MiniMindConfig(hidden_size=768, num_hidden_layers=16)` over the config's defaults at
-        9d898576, so everything else is those defaults, as `MiniMindConfig()` has them: head_dim =
-        768 // 8 = 96, a SwiGLU width of 8/3 of the hidden size rounded up to 64 (2048), rms_norm_eps
-        1e-5, 32768 positions, tied embeddings, no q/k norm. `MiniMindConfig()` itself is
-        MiniMind2-Small (26M: hidden 512, 8 layers). `overrides` change any field; derived fields
-        follow the new values unless given.
-        """
-        fields: dict[str, Any] = dict(hidden_size=768, num_hidden_layers=16)
-        fields.update(overrides)
-        return cls(**fields)
+        """MiniMind2, upstream's 104M model (README model table at 9d898576, sizes unchanged at
+        d65ef2c0): 16 layers, d_model 768, 8 q heads over 2 kv heads; the rest is the defaults, as
+        upstream's trainer builds it (head_dim 96, SwiGLU width 2048, tied embeddings, no q/k norm)."""
+        return cls(**{"hidden_size": 768, "num_hidden_layers": 16, **overrides})
 
     @classmethod
     def minimind3(cls, **overrides: Any) -> MiniMindConfig:
         """MiniMind-3: the defaults of upstream's `MiniMindConfig` since the `minimind-3` release.
 
         Read in github jingyaogong/minimind, `model/model_minimind.py`, at commit 101d7df2
-        ("[update] minimind-3", 2026-03-24) and unchanged in these fields at dddedc68
-        (2026-05-07): hidden 768 and 8 layers (constructor arguments), 8 query heads over 4
-        key/value heads, head_dim = hidden // heads = 96, a SwiGLU width of
-        ceil(hidden * pi / 64) * 64 = 2432 (the MiniMind2 series used 8/3 of the hidden size), vocabulary
-        6400, rms_norm_eps 1e-6, rope_theta 1e6, 32768 positions, tied embeddings, and the per-head
-        q/k RMSNorm that every layer builds. `overrides` change any field (fewer layers for a
-        quick test, say); derived fields follow the new values unless given.
+        ("[update] minimind-3", 2026-03-24), unchanged in these fields at dddedc68: hidden 768,
+        8 layers, 8 query heads over 4 key/value heads (head_dim 96), a SwiGLU width of
+        ceil(hidden * pi / 64) * 64 = 2432 (the MiniMind2 series used 8/3 of the hidden size),
+        rms_norm_eps 1e-6, and the per-head q/k RMSNorm; the rest as the defaults. `overrides`
+        change any field; derived fields follow the new values unless given.
         """
         hidden = overrides.pop("hidden_size", 768)
-        fields: dict[str, Any] = dict(
-            hidden_size=hidden, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4,
-            intermediate_size=math.ceil(hidden * math.pi / 64) * 64, vocab_size=6400,
-            max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1e6,
-            tie_word_embeddings=True, qk_norm=True)
-        fields.update(overrides)
-        return cls(**fields)
+        return cls(**{"hidden_size": hidden, "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "qk_norm": True,
+                      "intermediate_size": math.ceil(hidden * math.pi / 64) * 64, **overrides})
 
     # -- conveniences -----------------------------------------------------------------------
     @property

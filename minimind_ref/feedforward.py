@@ -2,8 +2,7 @@
 
 down(silu(gate(x)) * up(x)): a gated MLP (Shazeer 2020, arXiv 2002.05202). `gate_proj` decides,
 per hidden unit, how much of `up_proj`'s value passes; `down_proj` maps back to the model width.
-Attention mixes information across positions; this mixes it across channels, one position at a
-time.
+Attention mixes information across positions; this mixes it across channels, a position at a time.
 """
 
 import torch

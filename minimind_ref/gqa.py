@@ -8,14 +8,13 @@ A common claim is that this repetition is free. It is half true: `expand` makes 
 shares storage (stride 0 on the new axis, no bytes allocated), but the `reshape` that merges the
 group axis into the head axis cannot be expressed as a view of that storage, so it copies:
 n_rep times the KV bytes. (With a single KV head, MQA, it can: the merged axis keeps stride 0 and
-nothing is copied.) Module 04 shows the storage pointers and the bytes. torch's fused
-`scaled_dot_product_attention(..., enable_gqa=True)` avoids materialising the copy on its CPU
-flash kernel; its math fallback (used, for example, with dropout) still copies.
+nothing is copied.) Module 04 shows the pointers and bytes. torch's fused SDPA with `enable_gqa=True`
+avoids the copy on its CPU flash kernel; its math fallback (used with dropout, say) still copies.
 """
 
 import torch
 
-from ._checks.attention import check_repeat_kv
+from ._checks import check_repeat_kv
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
@@ -25,11 +24,6 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     rule is the same). With n_rep == 1 (MHA) the input itself is returned, no copy.
     """
     check_repeat_kv(x, n_rep)
-    return _repeat_kv(x, n_rep)
-
-
-def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """repeat_kv's work (what attention runs on every step)."""
     if n_rep == 1:
         return x
     batch, kv_heads, seq, head_dim = x.shape

@@ -6,10 +6,9 @@ new token's query attends to keys and values that were stored when the earlier t
 through; only the new token's own projections are computed.
 
 Storage: per layer, one preallocated tensor for keys and one for values, [B, H_kv, capacity, D],
-filled from the left. Writing into preallocated storage costs only the new token's bytes; growing
-by `torch.cat` would copy the whole cache at every step (module 07 measures both). When the
-capacity runs out it doubles, so the copying is amortised. Only the key/value heads are stored:
-with GQA that is H / H_kv times less memory than caching one K and V per query head.
+filled from the left: writing costs only the new token's bytes, where growing by `torch.cat` would
+copy the whole cache at every step (module 07 measures both); full, it doubles. Only the key/value
+heads are stored: with GQA, H / H_kv times less memory than one K and V per query head.
 
 Bytes per cached token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
 """
@@ -18,11 +17,10 @@ from __future__ import annotations
 
 import torch
 
-from ._checks.cache import CacheError, check_cache_args
+from ._checks import CacheError, check_cache_args, check_cache_update, check_layer_index
 from .config import MiniMindConfig
 
 DEFAULT_CAPACITY = 256
-
 __all__ = ["CacheError", "DEFAULT_CAPACITY", "KVCache"]
 
 
@@ -31,7 +29,7 @@ class KVCache:
         """An empty cache for `batch_size` sequences of a model with `config`. `capacity`: positions
         to allocate at the first update (default 256; generate passes prompt + new tokens, so it
         never grows); storage is allocated lazily, in the dtype and device of the first keys."""
-        check_cache_args("KVCache", config, batch_size, capacity, DEFAULT_CAPACITY)
+        check_cache_args("KVCache", config, MiniMindConfig, batch_size, capacity, DEFAULT_CAPACITY)
         self.num_layers = config.num_hidden_layers
         self.num_kv_heads = config.num_key_value_heads
         self.head_dim = config.head_dim
@@ -49,6 +47,7 @@ class KVCache:
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """How many positions layer `layer_idx` has cached (all layers agree between forwards)."""
+        check_layer_index(self, layer_idx)
         return self.lengths[layer_idx]
 
     def __len__(self) -> int:
@@ -56,8 +55,9 @@ class KVCache:
 
     def update(self, layer_idx: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new keys and values [B, H_kv, T, D] of one layer; return all of that layer's
-        keys and values so far, [B, H_kv, cached + T, D] (views into the storage, no copy).
-        The model's forward checked, once, that the new tokens fit (minimind_ref/_checks/cache.py)."""
+        keys and values so far, [B, H_kv, cached + T, D] (views into the storage, no copy). Keys
+        that do not fit this cache, or would take it past max_position_embeddings, are refused."""
+        check_cache_update(self, layer_idx, k, v)
         start = self.lengths[layer_idx]
         end = start + k.shape[2]
         stored = self.keys[layer_idx]
@@ -77,7 +77,7 @@ class KVCache:
         capacity = self.initial_capacity if old_k is None else old_k.shape[2]
         while capacity < needed:
             capacity *= 2
-        capacity = max(min(capacity, self.max_length), needed)
+        capacity = min(capacity, self.max_length)  # update refused anything past it
         dtype = like.dtype if old_k is None else torch.promote_types(old_k.dtype, like.dtype)
         shape = (self.batch_size, self.num_kv_heads, capacity, self.head_dim)
         new_k = torch.empty(shape, dtype=dtype, device=like.device)
@@ -90,6 +90,7 @@ class KVCache:
 
     def layer(self, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The cached keys and values of one layer, [B, H_kv, length, D]."""
+        check_layer_index(self, layer_idx)
         if self.keys[layer_idx] is None:
             raise CacheError(f"layer {layer_idx} of the KV cache holds nothing yet.")
         end = self.lengths[layer_idx]
@@ -97,11 +98,8 @@ class KVCache:
 
     def nbytes(self) -> int:
         """Bytes of the cached positions (what the formula in the module docstring counts)."""
-        total = 0
-        for k, length in zip(self.keys, self.lengths):
-            if k is not None:
-                total += 2 * k.shape[0] * k.shape[1] * length * k.shape[3] * k.element_size()
-        return total
+        return sum(2 * k.shape[0] * k.shape[1] * length * k.shape[3] * k.element_size()
+                   for k, length in zip(self.keys, self.lengths) if k is not None)
 
     def allocated_nbytes(self) -> int:
         """Bytes the storage actually takes, spare capacity included."""

@@ -1,12 +1,9 @@
 """Attention masks: which keys each query may look at (module 05).
 
 Every mask here is boolean with torch's convention: True means "may attend", False means "hidden".
-Shapes broadcast against attention scores [B, H, T, S] (T queries, S keys).
-
-- causal: a token sees itself and the past, never the future.
-- padding: no token looks at a pad token (1 = real token, 0 = padding, as tokenizers return it).
-- both: a real token of a padded batch sees the real tokens of its past.
-- sliding window: causal, but only the most recent `window` keys (Mistral's local attention).
+Shapes broadcast against attention scores [B, H, T, S] (T queries, S keys): causal (a token sees
+itself and the past), padding (no token looks at a pad token), both, and sliding window (causal, but
+only the most recent `window` keys).
 
 When there are fewer queries than keys (decoding with a KV cache: T new tokens after S - T cached
 ones), query i sits at absolute position S - T + i, so the causal mask is aligned to the bottom
@@ -18,23 +15,18 @@ from __future__ import annotations
 
 import torch
 
-from ._checks.masks import check_combined_mask, check_mask_lengths, check_padding_mask
+from ._checks import check_attention_mask, check_mask_lengths
 
 
 def causal_mask(query_len: int, key_len: int, device: torch.device | str | None = None) -> torch.Tensor:
     """[T, S] bool, bottom-right aligned: query i may see key j when j <= i + (S - T)."""
     check_mask_lengths(query_len, key_len)
-    return _causal_mask(query_len, key_len, device)
-
-
-def _causal_mask(query_len, key_len, device=None):
-    """causal_mask's work (what attention runs on every step)."""
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(diagonal=key_len - query_len)
 
 
 def padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """[B, S] of 1 (token) / 0 (padding) -> [B, 1, 1, S] bool: no query looks at a pad key."""
-    check_padding_mask(attention_mask)
+    check_attention_mask(attention_mask)
     return attention_mask.bool()[:, None, None, :]
 
 
@@ -42,19 +34,14 @@ def combined_mask(attention_mask: torch.Tensor | None, query_len: int, key_len: 
                   causal: bool = True) -> torch.Tensor | None:
     """The one mask a forward pass needs, [B, 1, T, S] bool: padding, and causality unless
     `causal=False`; None when nothing is padded (attention is then plain causal)."""
-    check_combined_mask(attention_mask, query_len, key_len, causal)
-    if attention_mask is not None and bool(attention_mask.all()):
-        return None
-    return _combined_mask(attention_mask, query_len, key_len, causal)
-
-
-def _combined_mask(attention_mask, query_len, key_len, causal=True):
-    """combined_mask's work (what the model runs on every step)."""
-    if attention_mask is None:
+    check_mask_lengths(query_len, key_len, causal=causal, caller="combined_mask")
+    if attention_mask is not None:
+        check_attention_mask(attention_mask, key_len=key_len, cached=key_len - query_len)
+    if attention_mask is None or bool(attention_mask.all()):
         return None
     mask = attention_mask.bool()[:, None, None, :]  # [B, 1, 1, S]: the padding
     if causal:
-        return mask & _causal_mask(query_len, key_len, attention_mask.device)  # [B, 1, T, S]
+        return mask & causal_mask(query_len, key_len, attention_mask.device)  # [B, 1, T, S]
     return mask.expand(-1, -1, query_len, -1)
 
 
@@ -62,13 +49,10 @@ def sliding_window_mask(query_len: int, key_len: int, window: int,
                         device: torch.device | str | None = None) -> torch.Tensor:
     """[T, S] bool, bottom-right aligned like `causal_mask`, and each query sees only the `window`
     most recent keys, itself included (module 05): query i, at absolute position p = S - T + i,
-    may see key j when p - window < j <= p.
-
-    This is the sliding-window attention of Mistral 7B (arXiv 2310.06825), with the window
-    counted as transformers counts it (`kv_idx > q_idx - sliding_window`). A stack of L such
-    layers still carries information up to L * (window - 1) positions back, one hop per layer.
-    With window >= key_len it is the plain causal mask.
-    """
+    may see key j when p - window < j <= p. The sliding-window attention of Mistral 7B (arXiv
+    2310.06825), the window counted as transformers counts it (`kv_idx > q_idx - sliding_window`).
+    A stack of L such layers still carries information up to L * (window - 1) positions back, one
+    hop per layer. With window >= key_len it is the plain causal mask."""
     check_mask_lengths(query_len, key_len, window, caller="sliding_window_mask", least=1)
     offset = key_len - query_len
     visible = torch.ones(query_len, key_len, dtype=torch.bool, device=device)

@@ -4,9 +4,7 @@
 Qwen3ForCausalLM (qk_norm=True, MiniMind3) with the same sizes, and loads the MiniMind state dict
 into it with `strict=True`: every parameter name and shape must match, none may be missing or
 left over. Same weights in, same logits out, is the test that the reference is right.
-
-transformers is imported only here, and only when a twin is asked for: the model code never
-needs it.
+transformers is imported only here, and only when a twin is asked for.
 """
 
 from __future__ import annotations
@@ -37,32 +35,14 @@ def hf_config(config: MiniMindConfig, attn_implementation: str = "sdpa"):
             raise ValueError(
                 f"No transformers twin for this YaRN config: the ramp's upper pair index ({high}) passes "
                 f"head_dim/2 - 1 = {config.head_dim // 2 - 1}, where MiniMind and transformers cap it differently.")
-        rope_parameters = {
-            "rope_type": "yarn", "rope_theta": config.rope_theta,
-            "factor": float(config.rope_scaling["factor"]),
-            "beta_fast": float(config.rope_scaling["beta_fast"]),
-            "beta_slow": float(config.rope_scaling["beta_slow"]),
-            "attention_factor": float(config.rope_scaling["attention_factor"]),
-            "original_max_position_embeddings": config.rope_scaling["original_max_position_embeddings"],
-        }
-    common = dict(
-        vocab_size=config.vocab_size,
-        hidden_size=config.hidden_size,
-        intermediate_size=config.intermediate_size,
-        num_hidden_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads,
-        num_key_value_heads=config.num_key_value_heads,
-        head_dim=config.head_dim,
-        max_position_embeddings=config.max_position_embeddings,
-        rms_norm_eps=config.rms_norm_eps,
-        rope_parameters=rope_parameters,
-        tie_word_embeddings=config.tie_word_embeddings,
-        attention_dropout=0.0,
-        hidden_act="silu",
-        bos_token_id=config.bos_token_id,
-        eos_token_id=config.eos_token_id,
-        attention_bias=False,
-    )
+        floats = {key: float(scaling[key]) for key in ("factor", "beta_fast", "beta_slow", "attention_factor")}
+        rope_parameters = {"rope_type": "yarn", "rope_theta": config.rope_theta, **floats,
+                           "original_max_position_embeddings": scaling["original_max_position_embeddings"]}
+    named_alike = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                   "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings",
+                   "bos_token_id", "eos_token_id")
+    common = dict({name: getattr(config, name) for name in named_alike}, rope_parameters=rope_parameters,
+                  attention_dropout=0.0, hidden_act="silu", attention_bias=False)
     if config.qk_norm:
         hf = Qwen3Config(**common, use_sliding_window=False)
     else:

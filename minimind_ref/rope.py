@@ -9,20 +9,24 @@ This file uses the "rotate-half" layout of MiniMind and transformers: dimension 
 dimension i + dim/2 (not with its neighbour i + 1, as the paper's complex-number form does). Both
 are the same rotation up to a fixed permutation of dimensions; module 06 proves it numerically.
 
-YaRN (arXiv 2309.00071) stretches a model to longer contexts than it was trained on: frequencies
-that turn many times within the trained length are kept (they carry local order), frequencies
-that turn less than once are divided by `factor` (interpolated, so long distances map onto angles
-seen in training), and a linear ramp blends the two in between.
+YaRN (arXiv 2309.00071) stretches a model past its trained length: frequencies that turn many times
+within it are kept (they carry local order), those that turn less than once are divided by `factor`
+(interpolated, so long distances map onto angles seen in training), a linear ramp blends the rest.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
-from ._checks.attention import check_rotary_args
-from ._checks.config import check_rope_table
+from ._checks import check_rope_table, check_rotary_args
+
+# MiniMind's YaRN settings (2048 trained positions, stretched 16 times): what `inference_rope_scaling`
+# uses, and where a `rope_scaling` that leaves a key out takes its value.
+MINIMIND_YARN: dict[str, Any] = {"type": "yarn", "beta_fast": 32, "beta_slow": 1, "factor": 16,
+                                 "original_max_position_embeddings": 2048, "attention_factor": 1.0}
 
 
 def rope_inverse_frequencies(dim: int, rope_base: float) -> torch.Tensor:
@@ -48,31 +52,27 @@ def yarn_ramp(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
 
 
 def yarn_inverse_frequencies(dim: int, rope_base: float, rope_scaling: dict) -> torch.Tensor:
-    """The theta_i that `precompute_freqs_cis` uses with YaRN past the trained length. [dim/2]
-
-    theta_i * (1 - ramp_i + ramp_i / factor): pairs with ramp 0 keep their frequency, pairs with
-    ramp 1 turn `factor` times slower (position interpolation for that pair), the rest blend.
-    """
+    """The theta_i that `precompute_freqs_cis` uses with YaRN past the trained length, [dim/2]:
+    theta_i * (1 - ramp_i + ramp_i / factor). Pairs with ramp 0 keep their frequency, pairs with
+    ramp 1 turn `factor` times slower (position interpolation for that pair), the rest blend."""
     ramp = yarn_ramp(dim, rope_base, rope_scaling)  # [dim/2], 0 = keep, 1 = divide
     return rope_inverse_frequencies(dim, rope_base) * (1 - ramp + ramp / rope_scaling["factor"])
 
 
-def precompute_freqs_cis(
-    dim: int, end: int = 32 * 1024, rope_base: float = 1e6, rope_scaling: dict | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
+def precompute_freqs_cis(dim: int, end: int = 32 * 1024, rope_base: float = 1e6,
+                         rope_scaling: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of every position's angles, each [end, dim], in rotate-half layout.
 
-    Row p holds cos(p * theta_i) for i = 0 .. dim/2 - 1, then the same half again (dimension i
-    and i + dim/2 form a pair and share an angle). With `rope_scaling` (YaRN), the frequencies are
-    rescaled only when the table reaches past the trained length (`end` greater than
-    `original_max_position_embeddings`); within it, plain RoPE is already right. The result is
-    multiplied by `attention_factor` (1.0 in MiniMind), which scales every attention score by its
-    square.
+    Row p holds cos(p * theta_i) for i = 0 .. dim/2 - 1, then the same half again (dimension i and
+    i + dim/2 share an angle). With `rope_scaling` (YaRN), the frequencies are rescaled only when the
+    table reaches past `original_max_position_embeddings`; within it, plain RoPE is already right.
+    The result is multiplied by `attention_factor` (1.0 in MiniMind): every score by its square.
     """
-    rope_scaling = check_rope_table(dim, end, rope_base, rope_scaling)  # YaRN's settings, completed
+    check_rope_table(dim, end, rope_base, rope_scaling, MINIMIND_YARN)
     freqs = rope_inverse_frequencies(dim, rope_base)  # [dim/2]
     attention_factor = 1.0
     if rope_scaling is not None:
+        rope_scaling = {**MINIMIND_YARN, **rope_scaling}  # a key left out takes MiniMind's value
         attention_factor = rope_scaling["attention_factor"]
         if end > rope_scaling["original_max_position_embeddings"]:
             freqs = yarn_inverse_frequencies(dim, rope_base, rope_scaling)
@@ -89,42 +89,31 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def apply_rotary_pos_emb(
-    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, unsqueeze_dim: int = 1
-) -> tuple[torch.Tensor, torch.Tensor]:
+def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
     """Rotate queries and keys by their positions' angles: x * cos + rotate_half(x) * sin.
 
-    q: [B, H, T, D], k: [B, H_kv, T, D]; cos and sin: [T, D] (one set of positions for the whole
-    batch) or [B, T, D] (per-sequence positions, as with left padding), unsqueezed at
-    `unsqueeze_dim` to broadcast over heads. Values are never rotated: position should change
-    which tokens attend to which, not what they carry.
+    q: [B, H, T, D], k: [B, H_kv, T, D]; cos and sin: [T, D] (one set of positions for the batch)
+    or [B, T, D] (per-sequence positions, as with left padding). Values are never rotated: position
+    should change which tokens attend to which, not what they carry.
     """
     check_rotary_args(q, k, cos, sin)
-    return _apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim)
-
-
-def _apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
-    """apply_rotary_pos_emb's work (what attention runs on every step)."""
     if cos.ndim == 3:
-        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)  # [B, 1, T, D]
+        cos, sin = cos[:, None], sin[:, None]  # [B, 1, T, D]
     q_rot = (q * cos + rotate_half(q) * sin).to(q.dtype)
     k_rot = (k * cos + rotate_half(k) * sin).to(k.dtype)
     return q_rot, k_rot
 
 
-# -- the layouts ---------------------------------------------------------------------------------
-# The paper pairs neighbouring dimensions; this file pairs i with i + dim/2. The permutation below
-# turns one layout into the other (MLA's rotary part and module 06 use it). The paper's own
-# complex-number form lives in labkit/rope_paper.py, beside the course's other teaching code.
+# -- the layouts: the paper pairs neighbouring dimensions, this file i with i + dim/2 (the paper's own
+# complex-number form is labkit/rope_paper.py; MLA's rotary part and module 06 use the permutation).
 
 
 def interleaved_to_half_permutation(dim: int) -> torch.Tensor:
     """The fixed reordering of dimensions that turns the paper's pairs into rotate-half pairs. [dim]
 
-    The complex-number form pairs neighbours, (x0, x1), (x2, x3), ...; the rotate-half form pairs
-    (x_i, x_{i + dim/2}). `x[..., perm]` puts the first member of every neighbour pair (0, 2, 4, ...)
-    in the first half and the second members (1, 3, 5, ...) in the second half, so that neighbour
-    pair i lands on dimensions (i, i + dim/2). Its inverse is `torch.argsort(perm)`.
+    `x[..., perm]` puts the first member of every neighbour pair (0, 2, 4, ...) in the first half
+    and the second members (1, 3, 5, ...) in the second, so that neighbour pair i lands on
+    dimensions (i, i + dim/2). Its inverse is `torch.argsort(perm)`.
     """
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2 or dim % 2:
         raise ValueError(f"interleaved_to_half_permutation: dim must be a positive even int, got {dim!r}.")

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from labkit.syllabus import PLANNED_MODULES, find_course_root
 
-__all__ = ["Term", "anchor", "load_glossary", "render", "render_translated", "write", "write_translated"]
+__all__ = ["Term", "anchor", "load_glossary", "render", "render_translated", "write"]
 
 GLOSSARY_JSON = Path("docs") / "glossary.json"
 GLOSSARY_MD = Path("docs") / "glossary.md"
@@ -154,25 +154,6 @@ def render_translated(terms: list[Term], translate: Callable[[str], str]) -> str
                 extra.append("英文也写作 " + "、".join(f"`{f}`" if "`" not in f else f for f in others))
             lines += ["<sub>" + "；".join(extra) + "</sub>", ""]
     return "\n".join(lines)
-
-
-def write_translated(root: Path | None = None) -> Path:
-    """Write docs/glossary.zh-CN.md; raises NotTranslated while a gloss or a title has no translation."""
-    from labkit.course.translation.edition import CATALOGS, NotTranslated
-    from labkit.course.translation.sources import glossary_units
-    from labkit.i18n.catalog import read_catalog
-
-    root = root or find_course_root()
-    catalog = read_catalog(root / CATALOGS / "glossary.md")
-    problems = catalog.problems(glossary_units(root))
-    if problems:
-        raise NotTranslated("\n".join(problems))
-    done = catalog.translations()
-    from labkit.i18n.catalog import key_of
-
-    path = root / GLOSSARY_ZH
-    path.write_text(render_translated(load_glossary(root), lambda text: done[key_of(text)]), encoding="utf-8")
-    return path
 
 
 def write(root: Path | None = None) -> Path:

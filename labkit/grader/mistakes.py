@@ -3,7 +3,8 @@
 Every entry is data (a key, a title, a one-sentence diagnosis, the module that teaches the step,
 the stage of the ladder that should first catch it) plus `plant`, a subclass of
 `minimind_ref.Attention` (whose forward is one method per step) that overrides exactly one step
-(two where a step moves: q/k norm after RoPE). The grader runs
+(two where a step moves: q/k norm after RoPE), or wraps `forward` where a mistake needs what no
+step is given (the angles, for the values; the cache, for the positions). The grader runs
 the planted classes on the stage a learner fails and names those whose output the learner's
 matches; the guide of module 10 shows this table, and the tests plant every entry and require
 the grader to name it, at its stage.
@@ -107,10 +108,16 @@ class MinusInfinityFill(Planted):
 # -- positions ------------------------------------------------------------------------------------
 
 class RopeOnValues(Planted):
-    def rotate(self, q, k, v, cos, sin, cache):
-        q, k = mm.apply_rotary_pos_emb(q, k, cos, sin)
-        _, v = mm.apply_rotary_pos_emb(q, v, cos, sin)
-        return q, k, v
+    """rotate(q, k, cos, sin) never sees the values: they are rotated as they are split off, by the
+    angles forward was given."""
+
+    def forward(self, x, position_embeddings, *args, **kwargs):
+        self.angles = position_embeddings
+        return super().forward(x, position_embeddings, *args, **kwargs)
+
+    def split_heads(self, x):
+        q, k, v = super().split_heads(x)
+        return q, k, mm.apply_rotary_pos_emb(v, v, *self.angles)[0]
 
 
 def rotate_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -124,16 +131,16 @@ def rotate_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
 
 
 class InterleavedRope(Planted):
-    def rotate(self, q, k, v, cos, sin, cache):
-        return rotate_interleaved(q, cos, sin), rotate_interleaved(k, cos, sin), v
+    def rotate(self, q, k, cos, sin):
+        return rotate_interleaved(q, cos, sin), rotate_interleaved(k, cos, sin)
 
 
 class PositionsFromZero(Planted):
-    def rotate(self, q, k, v, cos, sin, cache):
-        if cache is not None and cache.get_seq_length(self.layer_idx) > 0:
+    def forward(self, x, position_embeddings, attn_mask=None, past_key_values=None, output_attentions=False):
+        if past_key_values is not None and past_key_values.get_seq_length(self.layer_idx) > 0:
             # the angles of positions 0 .. T-1, as if the new tokens started the sequence
-            cos, sin = mm.precompute_freqs_cis(self.head_dim, q.shape[2], self.config.rope_theta)
-        return super().rotate(q, k, v, cos, sin, cache)
+            position_embeddings = mm.precompute_freqs_cis(self.head_dim, x.shape[1], self.config.rope_theta)
+        return super().forward(x, position_embeddings, attn_mask, past_key_values, output_attentions)
 
 
 class QKNormSkipped(Planted):
@@ -145,11 +152,11 @@ class QKNormAfterRope(Planted):
     def normalise(self, q, k):
         return q, k
 
-    def rotate(self, q, k, v, cos, sin, cache):
-        q, k, v = super().rotate(q, k, v, cos, sin, cache)
+    def rotate(self, q, k, cos, sin):
+        q, k = super().rotate(q, k, cos, sin)
         if self.q_norm is None:
-            return q, k, v
-        return self.q_norm(q), self.k_norm(k), v
+            return q, k
+        return self.q_norm(q), self.k_norm(k)
 
 
 # -- heads ----------------------------------------------------------------------------------------

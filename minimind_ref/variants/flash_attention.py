@@ -23,7 +23,7 @@ On a GPU the point is that a tile fits in on-chip SRAM, so the big matrices neve
 from HBM. Here, on a CPU, the same structure keeps the memory footprint linear in T.
 
 Conventions, shared with `minimind_ref.scaled_dot_product_attention` (the same arguments, checked
-by the same `minimind_ref._checks.attention.check_attention_args`):
+by the same `minimind_ref._checks.check_attention_args`, and the tile sizes):
 - q: [B, H, T, D]; k: [B, H_kv, S, D]; v: [B, H_kv, S, D_v] (H_kv < H with enable_gqa=True);
   output [B, H, T, D_v];
   lse [B, H, T] (natural log);
@@ -45,9 +45,9 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from .._checks.attention import check_flash_args
+from .._checks import check_attention_args, is_int
 from ..attention import _scale
-from ..gqa import _repeat_kv
+from ..gqa import repeat_kv
 
 __all__ = ["DEFAULT_BLOCK_K", "DEFAULT_BLOCK_Q", "flash_attention", "key_tiles"]
 
@@ -87,13 +87,21 @@ def flash_attention(
     return (out, lse) if return_lse else out
 
 
+def check_flash_args(caller: str, q, k, v, attn_mask, is_causal, scale, enable_gqa, block_q, block_k) -> None:
+    """What every attention path accepts, and the tile sizes."""
+    check_attention_args(caller, q, k, v, attn_mask, is_causal, scale, 0.0, enable_gqa)
+    for name, size in (("block_q", block_q), ("block_k", block_k)):
+        if not is_int(size) or size < 1:
+            raise ValueError(f"{caller}: {name} (a tile size) must be a positive int, got {size!r}.")
+
+
 def prepare_inputs(q, k, v, attn_mask):
     """What both FlashAttention versions compute on: shared key/value heads repeated for each query
     head, half precision raised to float32, and the mask as a [B, H, T, S] view (a broadcast, no
     copy) that each tile slices. Returns q, k, v, the mask (or None) and the dtype to return in."""
     input_dtype, dtype = q.dtype, torch.promote_types(q.dtype, torch.float32)  # half: computed in float32
     if k.shape[1] != q.shape[1]:
-        k, v = _repeat_kv(k, q.shape[1] // k.shape[1]), _repeat_kv(v, q.shape[1] // k.shape[1])
+        k, v = repeat_kv(k, q.shape[1] // k.shape[1]), repeat_kv(v, q.shape[1] // k.shape[1])
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     if attn_mask is not None:
         if attn_mask.dtype != torch.bool:

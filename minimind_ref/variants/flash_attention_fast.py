@@ -24,9 +24,8 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from .._checks.attention import check_flash_args
 from ..attention import _scale
-from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, key_tiles, prepare_inputs
+from .flash_attention import DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, check_flash_args, key_tiles, prepare_inputs
 from .flash_attention import _FlashAttention as _ReadableFlashAttention
 
 __all__ = ["flash_attention_fast"]

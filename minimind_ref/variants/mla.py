@@ -54,9 +54,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import nn
 
-from .._checks.attention import check_mla_inputs
-from .._checks.cache import check_cache_args
-from .._checks.config import check_mla_config
+from .._checks import BOOL, POSITIVE, ConfigError, check_cache_args, check_fields, integer, number
 from ..attention import scaled_dot_product_attention
 from ..kv_cache import DEFAULT_CAPACITY, CacheError
 from ..norm import RMSNorm
@@ -88,7 +86,10 @@ class MLAConfig:
     rms_norm_eps: float = 1e-6            # transformers builds kv_a_layernorm with its default 1e-6
 
     def __post_init__(self) -> None:
-        check_mla_config(self)  # every field's type and range: minimind_ref/_checks/config.py
+        check_fields(self, MLA_FIELDS, "MLAConfig.")  # every field's type and range, in the table below
+        if self.qk_rope_head_dim % 2:
+            raise ConfigError(f"MLAConfig.qk_rope_head_dim ({self.qk_rope_head_dim}) must be even: RoPE rotates "
+                              f"pairs of dimensions.")
 
     @property
     def qk_head_dim(self) -> int:
@@ -107,6 +108,17 @@ class MLAConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+MLA_FIELDS = {
+    "hidden_size": integer(), "num_attention_heads": integer(), "kv_lora_rank": integer(),
+    "qk_nope_head_dim": integer(), "qk_rope_head_dim": integer(), "v_head_dim": integer(),
+    "q_lora_rank": integer(what="a positive integer (the compressed query size d_c')",
+                           optional="no query compression: a plain q_proj"),
+    "num_hidden_layers": integer(), "max_position_embeddings": integer(),
+    "rope_theta": number(lambda v: v > 1, "a finite number greater than 1"), "rope_interleave": BOOL,
+    "rms_norm_eps": POSITIVE,
+}
+
+
 # DeepSeek-V2's attention sizes, as its paper gives them (arXiv 2405.04434, section 3.1) and its
 # released config.json holds them: 60 layers, hidden size 5120, n_h = 128 heads of d_h = 128 (values
 # too), KV compression d_c = 512, query compression d_c' = 1536, decoupled rotary part d_R = 64. The
@@ -123,7 +135,7 @@ class LatentCache:
     full (as `KVCache` does, module 07). Nothing per head is stored."""
 
     def __init__(self, config: MLAConfig, batch_size: int, capacity: int | None = None):
-        check_cache_args("LatentCache", config, batch_size, capacity, DEFAULT_CAPACITY, MLAConfig)
+        check_cache_args("LatentCache", config, MLAConfig, batch_size, capacity, DEFAULT_CAPACITY)
         self.config = config
         self.batch_size = batch_size
         self.initial_capacity = min(capacity or DEFAULT_CAPACITY, config.max_position_embeddings)
@@ -288,8 +300,7 @@ class MultiHeadLatentAttention(nn.Module):
     def forward(self, x: torch.Tensor, cache: LatentCache | None = None, absorbed: bool = False) -> torch.Tensor:
         """x [B, T, C] -> [B, T, C]. With `cache`, the new tokens follow the ones it holds (their
         positions continue from its length) and their latents are appended to it."""
-        cfg = self.config
-        check_mla_inputs(cfg, x, cache, absorbed, LatentCache)
+        check_mla_inputs(self.config, x, cache, absorbed)
         batch, seq_len, _ = x.shape
         q_nope, q_rope = self.queries(x)
         c_kv, k_rope = self.latents(x)
@@ -300,3 +311,22 @@ class MultiHeadLatentAttention(nn.Module):
         attend = self.attend_absorbed if absorbed else self.attend_naive
         out = attend(q_nope, q_rope, c_kv, k_rope)  # [B, H, T, d_v]
         return self.o_proj(out.transpose(1, 2).reshape(batch, seq_len, -1))  # [B, T, C]
+
+
+def check_mla_inputs(config: MLAConfig, x, cache, absorbed) -> None:
+    """MultiHeadLatentAttention.forward's: hidden states [B, T, C] and this layer's own kind of cache."""
+    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+        raise TypeError(f"MultiHeadLatentAttention expects hidden states (floating point) [batch, seq, "
+                        f"hidden_size], got {x.dtype if isinstance(x, torch.Tensor) else type(x).__name__}: "
+                        f"token ids go through an embedding first.")
+    if x.dim() != 3 or x.shape[-1] != config.hidden_size or 0 in x.shape:
+        raise ValueError(f"MultiHeadLatentAttention expects x as [batch, seq, hidden_size="
+                         f"{config.hidden_size}] with at least one token, got shape {tuple(x.shape)}.")
+    if cache is not None and not isinstance(cache, LatentCache):
+        raise TypeError(f"MultiHeadLatentAttention's cache must be a LatentCache (it stores latents, not keys "
+                        f"and values), got {type(cache).__name__}.")
+    if cache is not None and (cache.config.kv_lora_rank, cache.config.qk_rope_head_dim) != \
+            (config.kv_lora_rank, config.qk_rope_head_dim):
+        raise CacheError("this LatentCache was built for another MLAConfig (its d_c or d_R differs).")
+    if not isinstance(absorbed, bool):
+        raise TypeError(f"MultiHeadLatentAttention: absorbed must be True or False, got {absorbed!r}.")

@@ -20,7 +20,7 @@ class MyAttention(mm.Attention):
         q, k, v = self.split_heads(x)
         if self.q_norm is not None:
             q, k = self.normalise(q, k)
-        q, k, v = self.rotate(q, k, v, *position_embeddings, past_key_values)
+        q, k = self.rotate(q, k, *position_embeddings)
         if past_key_values is not None:
             k, v = past_key_values.update(self.layer_idx, k, v)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=attn_mask is None,

@@ -68,8 +68,26 @@ def test_the_oracles_need_transformers_which_the_test_extra_declares():
     assert "transformers" in declared(PYPROJECT["project"]["optional-dependencies"]["test"])
 
 
+def reached_model_files(files) -> list[Path]:
+    """The files of minimind_ref that `files` import, and those they import in turn: a kit file that
+    imports minimind_ref.oracles needs what the oracles import (transformers)."""
+    reached, todo = set(), [(path, ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])) for path in files]
+    while todo:
+        path, package = todo.pop()
+        for module in _imported_modules(path.read_text(), package):
+            found = ROOT.joinpath(*module.split("."))
+            found = found / "__init__.py" if found.is_dir() else found.with_suffix(".py")
+            if module.split(".")[0] == "minimind_ref" and found.is_file() and found not in reached:
+                reached.add(found)
+                todo.append((found, ".".join(found.relative_to(ROOT).with_suffix("").parts[:-1])))
+    return sorted(reached)
+
+
 def test_labkit_declares_exactly_what_it_imports_in_the_kit_extra():
-    needs = imported_distributions(package_files("labkit"))
+    """What labkit imports, and what the files of minimind_ref it imports import (the grader's
+    twin needs transformers at run time)."""
+    files = package_files("labkit")
+    needs = imported_distributions(files + reached_model_files(files))
     kit = declared(PYPROJECT["project"]["optional-dependencies"]["kit"])
     model = declared(PYPROJECT["project"]["dependencies"])
     assert set(needs) - model == kit, {name: sorted(files) for name, files in needs.items() if name not in model}

@@ -7,8 +7,9 @@ Run it to print the table: `python tests/model/code_measure.py`.
   message), of every function whose name starts with `check`/`_check`/`_validate`, and of every
   statement that calls one;
 - the longest functions, by lines from `def` to the last line;
-- the call depth from `model(ids, output_attentions=True)` to the softmax: Python frames between
-  the model's `__call__` and the frame that calls `torch.softmax` (counted with `inspect.stack`);
+- the call depth from `model(ids)` to attention's core: the minimind_ref frames on the stack when
+  torch's fused kernel runs (the default path) or, with `output_attentions=True`, when
+  `torch.softmax` runs (counted with `inspect.stack`);
 - Python-level calls per generated token: functions entered and C functions called, under
   `sys.setprofile`, as benchmarks/harness.py counts them; a count, never a timing.
 """
@@ -26,7 +27,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "minimind_ref"
-# The files a notebook sends the learner to, whose checks the issue bounds together and one by one.
+CHECKS = str(PACKAGE / "_checks.py")
+# The files a notebook sends the learner to, whose checks issue 26 bounds together and one by one.
 TEACHING_FILES = ("attention.py", "model.py", "masks.py", "rope.py", "kv_cache.py", "gqa.py", "config.py")
 
 
@@ -98,8 +100,12 @@ def file_measures(path: Path) -> dict:
 
 
 def package_measures() -> list[dict]:
-    files = sorted(PACKAGE.glob("*.py")) + sorted(PACKAGE.glob("variants/*.py")) + sorted(PACKAGE.glob("_*/*.py"))
-    return [file_measures(path) for path in files]
+    return [file_measures(path) for path in sorted(PACKAGE.glob("*.py")) + sorted(PACKAGE.glob("variants/*.py"))]
+
+
+def package_lines() -> int:
+    """Lines of minimind_ref without variants/, checks and oracles included, as `wc -l` counts them."""
+    return sum(len(path.read_text().splitlines()) for path in PACKAGE.glob("*.py"))
 
 
 def teaching_share() -> tuple[int, int]:
@@ -119,25 +125,59 @@ def small_model():
     return mm.MiniMindForCausalLM(config).eval()
 
 
-def depth_to_softmax(model, ids: torch.Tensor) -> int:
-    """Calls from `model(ids, output_attentions=True)` to the one that computes the softmax: the
-    number of minimind_ref frames on the stack when torch.softmax runs, the top-level model call
-    counted as the first (nn.Module's own dispatch frames are torch's, not ours, and not counted)."""
+def depth_to(model, ids: torch.Tensor, owner, name: str, **kwargs) -> int | None:
+    """Calls from `model(ids, **kwargs)` to the one that calls `owner.name` (torch.softmax, or
+    torch's fused kernel F.scaled_dot_product_attention): the number of minimind_ref frames on the
+    stack when it runs, the top-level model call counted as the first (nn.Module's own dispatch
+    frames are torch's, not ours, and not counted); None when it never runs."""
     depths = []
-    original = torch.softmax
+    original = getattr(owner, name)
 
-    def spy(*args, **kwargs):
-        frames = [f for f in inspect.stack()[1:] if str(PACKAGE) in f.filename]
-        depths.append(len(frames))
-        return original(*args, **kwargs)
+    def spy(*args, **kw):
+        depths.append(len([f for f in inspect.stack()[1:] if str(PACKAGE) in f.filename]))
+        return original(*args, **kw)
 
-    torch.softmax = spy
+    setattr(owner, name, spy)
     try:
         with torch.no_grad():
-            model(ids, output_attentions=True)
+            model(ids, **kwargs)
     finally:
-        torch.softmax = original
-    return max(depths)
+        setattr(owner, name, original)
+    return max(depths) if depths else None
+
+
+def calls_of(fn, code) -> int:
+    """How many times `fn()` enters the function whose code object is `code`."""
+    count = 0
+
+    def trace(frame, event, arg):
+        nonlocal count
+        count += frame.f_code is code
+
+    sys.settrace(trace)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def calls_made_by_checks(fn) -> int:
+    """Calls (Python functions entered, C functions called) made from inside minimind_ref/_checks.py
+    while `fn()` runs: 0 when every check it meets answers in its own one call."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        caller = frame if event == "c_call" else frame.f_back
+        count += event in ("call", "c_call") and caller is not None and caller.f_code.co_filename == CHECKS
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count
 
 
 def profiled_calls(fn, counted: str | None = None) -> int:
@@ -188,7 +228,11 @@ def main() -> None:
     print(f"teaching files together: {checks} of {code} code lines are checks ({checks / code:.0%})")
     model = small_model()
     ids = torch.randint(0, 64, (2, 6))
-    print("call depth, model(ids, output_attentions=True) to the softmax:", depth_to_softmax(model, ids))
+    print("call depth, model(ids) to torch's fused kernel:",
+          depth_to(model, ids, torch.nn.functional, "scaled_dot_product_attention"))
+    print("call depth, model(ids, output_attentions=True) to the softmax:",
+          depth_to(model, ids, torch, "softmax", output_attentions=True))
+    print("lines of minimind_ref without variants/, checks included:", package_lines())
     print(f"Python-level calls per generated token (cache, batch 1): {calls_per_token(model):.0f}")
     print(f"Python-level calls per generated token (cache, padded batch 2): "
           f"{calls_per_token(model, batch=2, padded=True):.0f}")

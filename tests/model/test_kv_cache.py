@@ -6,7 +6,7 @@ import torch
 
 import minimind_ref as mm
 from minimind_ref import CacheError, KVCache
-from minimind_ref._checks.cache import check_cache_fits
+from minimind_ref._checks import check_cache_fits
 
 
 def kv(config, batch, tokens):

@@ -7,7 +7,7 @@ S - T + i among S keys, so it may see key j exactly when j <= S - T + i (bottom-
 import pytest
 import torch
 
-from minimind_ref._checks.model import check_attention_mask
+from minimind_ref._checks import check_attention_mask
 from minimind_ref.masks import causal_mask, combined_mask, padding_mask
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minimind_ref as mm
-from minimind_ref._checks.model import check_sampling as check_sampling_args
+from minimind_ref._checks import check_sampling as check_sampling_args
 
 DRAWS = 4000
 

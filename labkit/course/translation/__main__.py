@@ -27,6 +27,7 @@ from labkit.course.translation.edition import (
     catalog_of,
     guide_pairs,
     stamp_line,
+    write_glossary,
     zh_notebook,
 )
 from labkit.i18n.catalog import read_catalog, synced
@@ -67,8 +68,6 @@ def sync(root: Path, what: str) -> int:
 
 
 def build(root: Path, what: str) -> int:
-    from labkit.course.glossary import write_translated
-
     status = 0
     for target in _targets(root, what):
         kind, _, stem = target.partition(":")
@@ -86,7 +85,7 @@ def build(root: Path, what: str) -> int:
                 print("wrote", path.relative_to(root).as_posix())
         elif kind == "glossary":
             try:
-                print("wrote", write_translated(root).relative_to(root).as_posix())
+                print("wrote", write_glossary(root).relative_to(root).as_posix())
             except NotTranslated as problem:
                 print(f"not built: docs/glossary.{LANG}.md\n{problem}", file=sys.stderr)
                 status = 1

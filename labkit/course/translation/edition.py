@@ -20,11 +20,12 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.course.glossary import GLOSSARY_ZH, load_glossary, render_translated
 from labkit.course.translation.sources import check_units, glossary_units, labkit_units, notebook_units, quiz_units
-from labkit.i18n.catalog import Unit, read_catalog
+from labkit.i18n.catalog import Unit, key_of, read_catalog
 
 __all__ = ["LANG", "catalog_of", "build_notebook", "blob", "guide_pairs", "stamp_line", "stamp_problems",
-           "twin_link", "units_of", "zh_notebook"]
+           "twin_link", "units_of", "write_glossary", "zh_notebook"]
 
 LANG = "zh-CN"
 CATALOGS = Path("translations") / LANG
@@ -138,6 +139,18 @@ def build_notebook(root: Path, stem: str) -> str:
             cell.source = _relink(root, done[Unit(cell.source, "").key])
     notebook.metadata["attention_lab"] = {"edition": LANG, "built_from": f"../{english.name}"}
     return nbformat.writes(notebook) + "\n"
+
+
+def write_glossary(root: Path) -> Path:
+    """Write docs/glossary.zh-CN.md; raises NotTranslated while a gloss or a title has no translation."""
+    catalog = read_catalog(root / CATALOGS / "glossary.md")
+    problems = catalog.problems(glossary_units(root))
+    if problems:
+        raise NotTranslated("\n".join(problems))
+    done = catalog.translations()
+    path = root / GLOSSARY_ZH
+    path.write_text(render_translated(load_glossary(root), lambda text: done[key_of(text)]), encoding="utf-8")
+    return path
 
 
 # ------------------------------------------------------------------------------------------ guides
