@@ -8,6 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+README_ZH = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
 
 
 def make_targets() -> set[str]:
@@ -97,9 +98,15 @@ def test_the_pythons_the_readme_names_are_the_ones_installed_and_checked():
     requires = re.search(r'^requires-python = ">=3\.(\d+),<3\.(\d+)"', (ROOT / "pyproject.toml").read_text(), re.M)
     assert requires, "pyproject.toml's requires-python must read \">=3.X,<3.Y\""
     lowest, highest = int(requires[1]), int(requires[2]) - 1
-    names = ", ".join(f"3.{minor}" for minor in range(lowest, highest)) + f" or 3.{highest}"
-    assert f"You need Python {names} (3.{lowest} recommended)" in README
+    stated = re.search(r"You need Python ((?:3\.\d+, )*3\.\d+ or 3\.\d+) \(3\.(\d+) recommended\)", README)
+    assert stated, "the README states the Pythons it needs as 'You need Python 3.A, ... or 3.Z (3.A recommended)'"
+    minors = [int(name.split(".")[1]) for name in re.split(r", | or ", stated[1])]
+    assert minors == list(range(lowest, highest + 1)) and int(stated[2]) == lowest, stated[0]
+    zh = re.search(r"你需要 Python ((?:3\.\d+、)*3\.\d+ 或 3\.\d+)（推荐 3\.(\d+)）", README_ZH)
+    assert zh, "README.zh-CN.md states the same Pythons as the README"
+    assert [int(n.split(".")[1]) for n in re.split(r"、| 或 ", zh[1])] == minors and int(zh[2]) == lowest, zh[0]
     makefile = (ROOT / "Makefile").read_text()
-    assert f"not (3, {lowest}) <= sys.version_info[:2] <= (3, {highest})" in makefile
+    guard = re.search(r"not \(3, (\d+)\) <= sys\.version_info\[:2\] <= \(3, (\d+)\)", makefile)
+    assert guard and (int(guard[1]), int(guard[2])) == (lowest, highest), "the Makefile refuses the Pythons pyproject does"
     assert re.search(r"^pythons: .*\n\t@\.ci/pythons$", makefile, flags=re.M)
     assert re.search(r"^make pythons$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
