@@ -175,15 +175,15 @@ def fused_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropou
     """torch's fused SDPA with the course's conventions: bottom-right causal alignment, and the same
     arguments and checks as `scaled_dot_product_attention`. q: [B, H, T, D]; k, v: [B, H_kv, S, D];
     attn_mask: bool, float or None. torch aligns `is_causal` to the top left, so a causal mask with
-    fewer queries than keys, combined with attn_mask or with scale 0 (torch's causal kernel gives NaN
-    there), is given as a mask instead."""
+    fewer queries than keys, combined with attn_mask or with a scale of 0 or less (torch's causal
+    kernel gives NaN there), is given as a mask instead."""
     check_attention_args("fused_attention", q, k, v, attn_mask, is_causal, scale, dropout_p, enable_gqa)
     query_len, key_len = q.shape[-2], k.shape[-2]
     if attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(q.dtype)  # torch wants a float mask in the queries' dtype
     if is_causal and query_len == 1 and attn_mask is None:
         is_causal = False  # one new token after the cache: it may see every key
-    elif is_causal and (query_len != key_len or attn_mask is not None or scale == 0):
+    elif is_causal and (query_len != key_len or attn_mask is not None or (scale is not None and scale <= 0)):
         causal = causal_mask(query_len, key_len, q.device)  # bottom right
         if attn_mask is None:
             attn_mask = causal
