@@ -6,7 +6,8 @@
   need not run these notebooks again (conftest.py leaves them out).
 - modules/NN_slug/README.zh-CN.md, README.zh-CN.md, docs/cheatsheet.zh-CN.md: translated by hand,
   line 1 naming the git blob of the English version they translate (`stamp`).
-- the quizzes and labkit's messages: translated at run time by `tr` from their catalogs.
+- the quizzes, the predictions (modules/NN_slug/predictions.json) and labkit's messages: translated
+  at run time by `tr` from their catalogs.
 """
 
 from __future__ import annotations
@@ -19,8 +20,15 @@ from pathlib import Path
 
 import nbformat
 
-from labkit.course.translation.sources import glossary_units, labkit_units, notebook_units, quiz_units
+from labkit.course.translation.sources import (
+    glossary_units,
+    labkit_units,
+    notebook_units,
+    prediction_units,
+    quiz_units,
+)
 from labkit.i18n.catalog import Unit, read_catalog
+from labkit.predictions import FILE, prediction_files
 
 __all__ = ["LANG", "catalog_of", "build_notebook", "blob", "guide_pairs", "stamp_line", "stamp_problems",
            "twin_link", "units_of", "zh_notebook"]
@@ -33,6 +41,9 @@ PREAMBLE = {
                  "How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "quiz": ("<!-- The Chinese of quizzes/{name}: one block per text; the answers and checks stay in the JSON. "
              "How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
+    "prediction": ("<!-- The Chinese of modules/{name}/predictions.json: one block per text of its predictions "
+                   "(question, choices, unit, each why, the explanation), shown by predict and predict.reveal when "
+                   "they run. Keep each {{field}} as it is. How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "glossary": ("<!-- The Chinese of docs/glossary.json's glosses and module titles (the terms' Chinese is the "
                  "JSON's zh). docs/glossary.zh-CN.md is built from it: make translations. -->"),
     "labkit": ("<!-- The Chinese of labkit's messages: every literal passed to tr() or phrase() in labkit/. "
@@ -50,7 +61,8 @@ def blob(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ catalogs
 
 def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
-    """(kind, catalog path, English units, preamble) for 'notebook:<stem>', 'quiz:<stem>', 'glossary', 'labkit'."""
+    """(kind, catalog path, English units, preamble) for 'notebook:<stem>', 'quiz:<stem>',
+    'prediction:<module>', 'glossary', 'labkit'."""
     kind, _, stem = target.partition(":")
     if kind == "notebook":
         english = root / "notebooks" / f"{stem}.ipynb"
@@ -60,6 +72,10 @@ def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
         english = root / "quizzes" / f"{stem}.json"
         return kind, root / CATALOGS / "quizzes" / f"{stem}.md", quiz_units(english), \
             PREAMBLE[kind].format(name=english.name)
+    if kind == "prediction":
+        english = root / "modules" / stem / FILE
+        return kind, root / CATALOGS / "predictions" / f"{stem}.md", prediction_units(english), \
+            PREAMBLE[kind].format(name=stem)
     if kind == "glossary":
         return kind, root / CATALOGS / "glossary.md", glossary_units(root), PREAMBLE[kind]
     if kind == "labkit":
@@ -74,7 +90,8 @@ def units_of(root: Path, target: str) -> list[Unit]:
 def all_targets(root: Path) -> list[str]:
     notebooks = [f"notebook:{p.stem}" for p in sorted((root / "notebooks").glob("*.ipynb"))]
     quizzes = [f"quiz:{p.stem}" for p in sorted((root / "quizzes").glob("*.json"))]
-    return [*notebooks, *quizzes, "glossary", "labkit"]
+    predictions = [f"prediction:{p.parent.name}" for p in prediction_files(root)]
+    return [*notebooks, *quizzes, *predictions, "glossary", "labkit"]
 
 
 # ------------------------------------------------------------------------------------------ notebooks
