@@ -30,12 +30,14 @@ from labkit.course.translation.check import (
 )
 from labkit.course.translation.edition import CATALOGS, LANG, all_targets, guide_pairs, zh_notebook
 from labkit.i18n import catalog as catalogs
+from labkit.predictions import prediction_files
 from labkit.quiz.format import parse_quiz
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 QUIZZES = sorted(p.stem for p in (ROOT / "quizzes").glob("*.json"))
 PAGES = [english.relative_to(ROOT).as_posix() for english, _ in guide_pairs(ROOT)]
+PREDICTIONS = [path.parent.name for path in prediction_files(ROOT)]
 
 
 def _fail(problems: list[str]) -> None:
@@ -54,6 +56,13 @@ def test_notebook_translation_is_current(stem):
 @pytest.mark.parametrize("stem", QUIZZES)
 def test_quiz_translation_is_current(stem):
     _fail(catalog_problems(ROOT, f"quiz:{stem}"))
+
+
+@pytest.mark.parametrize("module", PREDICTIONS)
+def test_prediction_translation_is_current_and_faithful(module):
+    """Every text of a module's predictions (question, choices, unit, each why, the explanation) has
+    a translation of its present English that keeps its numbers, code and {fields}."""
+    _fail(catalog_problems(ROOT, f"prediction:{module}") + faithful_problems(ROOT, f"prediction:{module}"))
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -86,7 +95,8 @@ def test_no_catalog_is_left_over():
 
 def _catalog_path(target: str) -> Path:
     kind, _, stem = target.partition(":")
-    return ROOT / CATALOGS / {"notebook": f"notebooks/{stem}.md", "quiz": f"quizzes/{stem}.md"}.get(kind, f"{kind}.md")
+    return ROOT / CATALOGS / {"notebook": f"notebooks/{stem}.md", "quiz": f"quizzes/{stem}.md",
+                              "prediction": f"predictions/{stem}.md"}.get(kind, f"{kind}.md")
 
 
 # ---------------------------------------------------------------------------- faithful
