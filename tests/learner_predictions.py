@@ -105,50 +105,67 @@ def play(run, copy, answer_book, name: str, lang: str, right_first: bool) -> lis
     if not cells:
         return problems
     run(COMMIT_HELPER)
-    for turn, (ask, show, key) in enumerate(cells):
+    for turn, (_, show, key) in enumerate(cells):
         where = f"{name}, cell {show} ({key})"
-        with speaking(lang):
-            waiting = tr("Nothing is shown until you commit a prediction: choose in the widget above and press Commit "
-                         "(or write predict(\"{key}\", answer=...)), then run this cell again.", key=key)
-        outputs = copy.cells[show].outputs
-        if [o.get("output_type") for o in outputs] != ["stream"] or text(outputs).strip() != waiting:
-            problems.append(f"{where}: after Run All, the reveal shows more than how to commit: "
-                            f"{[o.get('output_type') for o in outputs]} {text(outputs)[:200]!r}")
-        right = (turn % 2 == 0) == right_first
-        committed = run(f"_learner_commits({key!r}, {right})")
-        status = text(committed.outputs)
-        if not status.startswith("{") or json.loads(status)["answer"] is None:
-            problems.append(f"{where}: the widget did not commit: {status[:200]!r}")
-            continue
-        again = run(copy.cells[show].source)
-        probe = text(run(f"print(json.dumps(_PREDICTIONS[{key!r}].measured))").outputs)
-        shown, errors = text(again.outputs), [o for o in again.outputs if o.get("output_type") == "error"]
-        spec = find_prediction(key, ROOT)
-        answer, before = json.loads(status)["answer"], json.loads(status)["measured"]
-        if json.loads(probe) != before:
-            problems.append(f"{where}: run again after Run All, the reveal measures {probe.strip()}, not "
-                            f"{before!r}: it reads a name that a later cell changes")
-        with speaking(lang):
-            verdict = tr("Your prediction: {answer}. Right." if right else
-                         "Your prediction: {answer}. Not quite." if not spec.number else
-                         "Your prediction: {answer}. Too high, by a factor of {ratio}.")
-            expected = [tr("The result: {result}."), tr(spec.explanation)]
-            if not right:
-                expected.append(tr(spec.high if spec.number else spec.choice(answer).why))
-        if errors or not says(shown, verdict):
-            problems.append(f"{where}: after committing ({'right' if right else 'wrong'}), the reveal shows "
-                            f"no verdict {verdict!r}: {shown[-400:]!r} {[e.get('ename') for e in errors]}")
-        for template in expected:
-            if not says(shown, template):
-                problems.append(f"{where}: after committing, the reveal does not say {template[:80]!r}")
-        if images(again.outputs) != images(answer_book.cells[show].outputs):
-            problems.append(f"{where}: after committing, the reveal shows {images(again.outputs)} figure(s), the "
-                            f"answer book {images(answer_book.cells[show].outputs)}")
-        other = next((c.text for c in spec.choices if c.text != answer), None) if not spec.number else answer * 2 + 1
-        refused = text(run(REFUSE.format(key=key, other=other)).outputs)
-        if not refused.startswith("refused:") or "cannot change after its reveal" not in refused:
-            problems.append(f"{where}: a prediction changed after its reveal: {refused[:200]!r}")
-    keys = [key for _, _, key in cells]
+        try:
+            problems += _one(run, copy, answer_book, lang, (turn % 2 == 0) == right_first, show, key, where)
+        except Exception as error:  # a cell that fails when the learner runs it again: said, and the next one
+            problems.append(f"{where}: {type(error).__name__}: {str(error)[-500:]}")
+    problems += _in_chinese(run, name, [key for _, _, key in cells])
+    return problems
+
+
+def _one(run, copy, answer_book, lang: str, right: bool, show: int, key: str, where: str) -> list[str]:
+    problems = []
+    with speaking(lang):
+        waiting = tr("Nothing is shown until you commit a prediction: choose in the widget above and press Commit "
+                     "(or write predict(\"{key}\", answer=...)), then run this cell again.", key=key)
+    outputs = copy.cells[show].outputs
+    if {(o.get("output_type"), o.get("name")) for o in outputs} != {("stream", "stdout")} or \
+            text(outputs).strip() != waiting:
+        problems.append(f"{where}: after Run All, the reveal shows more than how to commit: "
+                        f"{[o.get('output_type') for o in outputs]} {text(outputs)[:200]!r}")
+    committed = run(f"_learner_commits({key!r}, {right})")
+    status = text(committed.outputs)
+    if not status.startswith("{") or json.loads(status)["answer"] is None:
+        return [f"{where}: the widget did not commit: {status[:200]!r}"]
+    again = run(copy.cells[show].source)
+    probe = text(run(f"print(json.dumps(_PREDICTIONS[{key!r}].measured))").outputs)
+    shown, errors = text(again.outputs), [o for o in again.outputs if o.get("output_type") == "error"]
+    spec = find_prediction(key, ROOT)
+    answer, before = json.loads(status)["answer"], json.loads(status)["measured"]
+    if json.loads(probe) != before:
+        problems.append(f"{where}: run again after Run All, the reveal measures {probe.strip()}, not "
+                        f"{before!r}: it reads a name that a later cell changes")
+    with speaking(lang):
+        verdict = tr("Your prediction: {answer}. Right." if right else
+                     "Your prediction: {answer}. Not quite." if not spec.number else
+                     "Your prediction: {answer}. Too high, by a factor of {ratio}.")
+        expected = [tr("The result: {result}."), tr(spec.explanation)]
+        if not right:
+            expected.append(tr(spec.high if spec.number else spec.choice(answer).why))
+    if errors or not says(shown, verdict):
+        problems.append(f"{where}: after committing ({'right' if right else 'wrong'}), the reveal shows "
+                        f"no verdict {verdict!r}: {shown[-400:]!r} {[e.get('ename') for e in errors]}")
+    for template in expected:
+        if not says(shown, template):
+            problems.append(f"{where}: after committing, the reveal does not say {template[:80]!r}")
+    if images(again.outputs) != images(answer_book.cells[show].outputs):
+        problems.append(f"{where}: after committing, the reveal shows {images(again.outputs)} figure(s), the "
+                        f"answer book {images(answer_book.cells[show].outputs)}")
+    other = next((c.text for c in spec.choices if c.text != answer), None) if not spec.number else answer * 2 + 1
+    refused = text(run(REFUSE.format(key=key, other=other)).outputs)
+    with speaking(lang):
+        locked = tr("predict(\"{key}\"): its result has been shown with your prediction, {answer}; a prediction "
+                    "cannot change after its reveal (a new kernel starts afresh).")
+    if not refused.startswith("refused:") or not says(refused, locked):
+        problems.append(f"{where}: a prediction changed after its reveal: {refused[:200]!r}")
+    return problems
+
+
+def _in_chinese(run, name: str, keys: list[str]) -> list[str]:
+    """Each revealed prediction's report, drawn in Chinese with the fields the notebook computed."""
+    problems = []
     chinese = run("from labkit.i18n import speaking as _speaking\nfrom labkit.predict import _PREDICTIONS as _P\n"
                   f"with _speaking('zh-CN'):\n    for _key in {keys!r}:\n"
                   "        print(_key, *_P[_key].report(), sep='\\n')")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
@@ -31,8 +32,14 @@ WITH_PREDICTIONS = [p for p in NOTEBOOKS if "predict(" in p.read_text(encoding="
 CHINESE = [ROOT / "notebooks" / "zh-CN" / p.name for p in WITH_PREDICTIONS]
 
 
+@lru_cache(maxsize=None)
+def read(path: Path):
+    """A notebook, read once for the whole file (the tests only read it)."""
+    return nbformat.read(path, as_version=4)
+
+
 def cells_of(path: Path) -> list[tuple[int, int, str]]:
-    return prediction_cells(nbformat.read(path, as_version=4))
+    return prediction_cells(read(path))
 
 
 def reveal_call(source: str) -> ast.Call | None:
@@ -70,12 +77,13 @@ def test_every_module_data_file_loads_and_its_keys_are_asked_once_in_order():
 
 @pytest.mark.parametrize("path", WITH_PREDICTIONS, ids=lambda p: p.stem)
 def test_each_reveal_cell_reveals_its_prediction_with_a_measurement_and_its_fields(path):
-    notebook = nbformat.read(path, as_version=4)
+    notebook = read(path)
     for ask, show, key in prediction_cells(notebook):
         source = notebook.cells[show].source
         where = f"{path.name}, cell {show} ({key})"
-        assert revealed_key(source) == key, f"{where}: the cell after the prediction is not " \
-                                            f"`with predict.reveal({key!r}) as seen:`"
+        assert revealed_key(source) == key and len(ast.parse(source).body) == 1, (
+            f"{where}: the cell after the prediction must be one `with predict.reveal({key!r}) as seen:` "
+            f"block, so that nothing it shows escapes the hold")
         call = reveal_call(source)
         assert call is not None and call.args, f"{where}: no seen.result(...) in the block"
         measured = call.args[0]
@@ -84,6 +92,64 @@ def test_each_reveal_cell_reveals_its_prediction_with_a_measurement_and_its_fiel
         assert not constant, f"{where}: seen.result({ast.unparse(measured)}) is typed in, not measured"
         wanted = find_prediction(key, ROOT).fields() - {"result"}
         assert {k.arg for k in call.keywords} == wanted, f"{where}: its texts use the fields {sorted(wanted)}"
+
+
+def _bound_anywhere(tree: ast.AST) -> set[str]:
+    """Every name a cell binds, in any scope: assignments, loop and comprehension targets, arguments,
+    functions, classes, imports."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def _bound_at_top(tree: ast.Module) -> set[str]:
+    """The names a cell binds in the notebook's namespace (not inside a function, class or comprehension)."""
+    names = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            return
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return names
+
+
+@pytest.mark.parametrize("path", WITH_PREDICTIONS, ids=lambda p: p.stem)
+def test_a_reveal_cell_run_again_after_run_all_reads_what_it_read_the_first_time(path):
+    """A learner commits after Run All and runs the reveal cell again: every name it reads from the
+    cells above must still be what it was, so no later cell may rebind one."""
+    notebook = read(path)
+    found = []
+    for _, show, key in prediction_cells(notebook):
+        tree = ast.parse(notebook.cells[show].source)
+        reads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        reads -= _bound_anywhere(tree)
+        for later, cell in enumerate(notebook.cells[show + 1:], show + 1):
+            if cell.cell_type == "code":
+                try:
+                    rebound = reads & _bound_at_top(ast.parse(cell.source))
+                except SyntaxError:  # an IPython magic: it binds nothing the test knows of
+                    continue
+                found += [f"{path.name}, cell {show} ({key}) reads {name!r}, which cell {later} rebinds"
+                          for name in sorted(rebound)]
+    assert not found, "\n".join(found)
 
 
 # ------------------------------------------------------------------------------------ nothing in the copy
@@ -122,7 +188,7 @@ def learner_visible(notebook) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("path", WITH_PREDICTIONS + CHINESE, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_no_learner_visible_cell_holds_what_a_reveal_says(path):
     chinese = "zh-CN" in path.parts
-    copy = student_notebook(nbformat.read(path, as_version=4), path.name)
+    copy = student_notebook(read(path), path.name)
     visible = learner_visible(copy)
     found = []
     for _, show, key in prediction_cells(copy):
@@ -144,7 +210,7 @@ def _literals(source: str) -> list[str]:
 
 @pytest.mark.parametrize("path", WITH_PREDICTIONS, ids=lambda p: p.stem)
 def test_no_code_cell_names_the_answer(path):
-    notebook = nbformat.read(path, as_version=4)
+    notebook = read(path)
     found = []
     for _, show, key in prediction_cells(notebook):
         spec = find_prediction(key, ROOT)
@@ -252,8 +318,8 @@ def paragraph_leaks(markdown: str, spec, result: str | None) -> list[str]:
 
 @pytest.mark.parametrize("path", WITH_PREDICTIONS, ids=lambda p: p.stem)
 def test_the_text_above_a_prediction_does_not_state_its_answer(path):
-    notebook = nbformat.read(path, as_version=4)
-    chinese = nbformat.read(ROOT / "notebooks" / "zh-CN" / path.name, as_version=4)
+    notebook = read(path)
+    chinese = read(ROOT / "notebooks" / "zh-CN" / path.name)
     found = []
     for ask, show, key in prediction_cells(notebook):
         spec = find_prediction(key, ROOT)
