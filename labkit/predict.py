@@ -115,13 +115,15 @@ class Prediction:
                 return written
             if written in shown:
                 return shown[written]  # the choice as the learner reads it, in their language
-            raise ValueError(f"predict({self.key!r}, answer={answer!r}): pick one of the choices, written as shown: "
-                             f"{', '.join(repr(tr(t)) for t in texts)}")
+            raise ValueError(tr("predict({key}, answer={answer}): pick one of the choices, written as shown: "
+                                "{choices}", key=repr(self.key), answer=repr(answer),
+                                choices=", ".join(repr(tr(t)) for t in texts)))
         if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-            raise TypeError(f"predict({self.key!r}, answer={answer!r}): this question asks for a number, such as "
-                            f"answer=12 or answer=0.5")
-        if not math.isfinite(answer):
-            raise ValueError(f"predict({self.key!r}, answer={answer!r}): a prediction is a finite number")
+            raise TypeError(tr("predict({key}, answer={answer}): this question asks for a number, such as "
+                               "answer=12 or answer=0.5", key=repr(self.key), answer=repr(answer)))
+        if not math.isfinite(answer):  # the widget's field reads "inf" and "nan" as floats: said there too
+            raise ValueError(tr("predict({key}, answer={answer}): a prediction is a finite number",
+                                key=repr(self.key), answer=repr(answer)))
         return answer
 
     # ---------------------------------------------------------------------------------- asking

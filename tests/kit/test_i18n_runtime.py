@@ -341,6 +341,16 @@ def test_predict_shows_the_translated_texts_and_keeps_the_english_answer(monkeyp
     predict_module._PREDICTIONS.clear()
     predict("01-row-sum", answer="键的个数")  # a choice written as shown counts as that choice
     assert predict_module._PREDICTIONS["01-row-sum"].answer == "the number of keys"
+    with pytest.raises(ValueError, match="predict\\('01-row-sum', answer='2'\\)：请从选项中选一个，照显示的样子写："
+                                         "'1', '键的个数'"):
+        predict("01-row-sum", answer="2")  # refused by name, in the learner's language
+    predict("01-bytes")
+    box = predict_module._PREDICTIONS["01-bytes"]._widget()
+    number, button = (next(w for w in parts(box) if isinstance(w, kind)) for kind in (widgets.Text, widgets.Button))
+    number.value = "inf"  # float() reads it: the refusal is said in the widget, in Chinese
+    button.click()
+    status = [w for w in parts(box) if isinstance(w, widgets.HTML)][-1]
+    assert "预测必须是一个有限的数" in status.value and predict_module._PREDICTIONS["01-bytes"].answer is None
     monkeypatch.chdir(tmp_path / "workspace")
     assert guess._text().splitlines()[0] == f"Predict: {QUESTION}"
 

@@ -115,6 +115,11 @@ def test_a_number_typed_in_the_widget_is_what_the_reveal_uses(course, capsys):
     field.value = "not a number"
     button.click()
     assert "Type a number first." in status.value
+    for typed in ("inf", "nan", "-Infinity"):  # float() reads these: refused by name in the status line
+        field.value = typed
+        button.click()
+        assert "a prediction is a finite number" in status.value and not button.disabled, typed
+        assert predict_module._PREDICTIONS["05-pad-rows"].answer is None
     field.value = "8"
     button.click()
     capsys.readouterr()
