@@ -12,7 +12,8 @@ Public names, and the file that defines each (open it to see how it works):
     interact, show_in                  widgets.py       sliders and outputs that look the same in every front end
     check                              checks/          an exercise's verdict: right, or "not yet", why, the
                                                         likely mistake and the check's hint (its texts by key)
-    predict                            predict.py       commit to an answer before a cell shows the result
+    predict                            predict.py       commit to an answer before a cell shows the result;
+                                                        predict.reveal shows it (texts: predictions.py)
     show_map                           course_map.py    the course map: MiniMind's block and attention's steps
                                                         with every shape, "you are here" (show_map("05"))
     show_quiz                          quiz/widget.py   a module's quiz as a form in the notebook
@@ -39,7 +40,8 @@ where each module's parts are; standard library only, so `python -m labkit.sylla
 explains a wrong module number before anything is installed), quiz (the quiz package: files,
 grading, the terminal quiz; `python -m labkit.quiz check`), tiny_data and tiny_heads (the tiny
 model's data and head scores), reproduction (is a retrained model the committed one), references
-(the references of the notebooks' exercise checks, kept out of the learner's copies), upstream
+(the references of the notebooks' exercise checks, kept out of the learner's copies), predictions
+(the predictions' texts, modules/NN_slug/predictions.json, loaded and checked), upstream
 (upstream MiniMind's causal-mask paths before and after its fix, and its float16 padding path,
 module 05), roofline (attention's FLOPs and memory traffic, and the chips' ridge points, module 08),
 rope_paper (RoPE's complex-number form and RoFormer's long-range bound, module 06).

@@ -20,7 +20,9 @@ real kernel all execute notebooks through `execute_notebook`, which adds two thi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 CELL_TIMEOUT = 180  # seconds one cell may run; every notebook runs whole in under 60 s on 2 cores
 
@@ -43,12 +45,36 @@ def _client_class():
 
 
 def execute_notebook(notebook, folder: Path, cell_timeout: int | None = CELL_TIMEOUT,
-                     allow_errors: bool = False, record_timing: bool = False, env: dict | None = None):
+                     allow_errors: bool = False, record_timing: bool = False, env: dict | None = None,
+                     then: Callable[[Callable[[str], Any]], Any] | None = None):
     """Run every code cell of `notebook` (an nbformat node, updated in place and returned) top to
     bottom in a fresh python3 kernel started in `folder` (with the environment `env`, default this
     process's). A cell past `cell_timeout` seconds raises nbclient's CellTimeoutError; a failing
-    cell raises CellExecutionError unless `allow_errors`."""
+    cell raises CellExecutionError unless `allow_errors`.
+
+    `then`, if given, is called once every cell has run, with the kernel still up, as a learner
+    goes on in the same kernel: `then(run)`, where `run(source)` executes one more cell (not kept in
+    `notebook`) and returns it, outputs and all. Its return value is returned instead of the notebook."""
     client = _client_class()(notebook, timeout=cell_timeout, kernel_name="python3", allow_errors=allow_errors,
                              record_timing=record_timing, resources={"metadata": {"path": str(folder)}})
-    client.execute(**({"env": env} if env is not None else {}))
-    return notebook
+    kernel = {"env": env} if env is not None else {}
+    if then is None:
+        client.execute(**kernel)
+        return notebook
+    from nbformat.v4 import new_code_cell
+
+    client.reset_execution_trackers()
+    with client.setup_kernel(**kernel):
+        for index, cell in enumerate(notebook.cells):
+            client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+
+        def run(source: str):
+            cell = new_code_cell(source)
+            notebook.cells.append(cell)  # nbclient stores each executed cell back at its index
+            try:
+                client.execute_cell(cell, len(notebook.cells) - 1, execution_count=client.code_cells_executed + 1)
+            finally:
+                notebook.cells.pop()
+            return cell
+
+        return then(run)

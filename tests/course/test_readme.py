@@ -107,6 +107,6 @@ def test_the_pythons_the_readme_names_are_the_ones_installed_and_checked():
     assert [int(n.split(".")[1]) for n in re.split(r"、| 或 ", zh[1])] == minors and int(zh[2]) == lowest, zh[0]
     makefile = (ROOT / "Makefile").read_text()
     guard = re.search(r"not \(3, (\d+)\) <= sys\.version_info\[:2\] <= \(3, (\d+)\)", makefile)
-    assert guard and (int(guard[1]), int(guard[2])) == (lowest, highest), "the Makefile refuses the Pythons pyproject does"
+    assert guard and (int(guard[1]), int(guard[2])) == (lowest, highest), "the Makefile must refuse what pyproject does"
     assert re.search(r"^pythons: .*\n\t@\.ci/pythons$", makefile, flags=re.M)
     assert re.search(r"^make pythons$", (ROOT / ".ci" / "run").read_text(), flags=re.M)

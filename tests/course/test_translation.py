@@ -30,6 +30,7 @@ from labkit.course.translation.check import (
 )
 from labkit.course.translation.edition import CATALOGS, LANG, all_targets, guide_pairs, zh_notebook
 from labkit.i18n import catalog as catalogs
+from labkit.predictions import prediction_files
 from labkit.quiz.format import parse_quiz
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +38,7 @@ NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 QUIZZES = sorted(p.stem for p in (ROOT / "quizzes").glob("*.json"))
 CHECK_TEXTS = sorted(p.parent.name for p in (ROOT / "modules").glob("*/checks.json"))
 PAGES = [english.relative_to(ROOT).as_posix() for english, _ in guide_pairs(ROOT)]
+PREDICTIONS = [path.parent.name for path in prediction_files(ROOT)]
 
 
 def _fail(problems: list[str]) -> None:
@@ -62,6 +64,13 @@ def test_check_texts_translation_is_current_and_faithful(stem):
     """Each check's name in words, explanation and hints (modules/NN_slug/checks.json) has a current,
     faithful translation in translations/zh-CN/checks/NN_slug.md, which check() shows by key."""
     _fail(catalog_problems(ROOT, f"checks:{stem}") + faithful_problems(ROOT, f"checks:{stem}"))
+
+
+@pytest.mark.parametrize("module", PREDICTIONS)
+def test_prediction_translation_is_current_and_faithful(module):
+    """Every text of a module's predictions (question, choices, unit, each why, the explanation) has
+    a translation of its present English that keeps its numbers, code and {fields}."""
+    _fail(catalog_problems(ROOT, f"prediction:{module}") + faithful_problems(ROOT, f"prediction:{module}"))
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -94,8 +103,8 @@ def test_no_catalog_is_left_over():
 
 def _catalog_path(target: str) -> Path:
     kind, _, stem = target.partition(":")
-    return ROOT / CATALOGS / {"notebook": f"notebooks/{stem}.md", "quiz": f"quizzes/{stem}.md",
-                              "checks": f"checks/{stem}.md"}.get(kind, f"{kind}.md")
+    folders = {"notebook": "notebooks", "quiz": "quizzes", "checks": "checks", "prediction": "predictions"}
+    return ROOT / CATALOGS / (f"{folders[kind]}/{stem}.md" if kind in folders else f"{kind}.md")
 
 
 # ---------------------------------------------------------------------------- faithful

@@ -312,38 +312,76 @@ def parts(box):
         yield from parts(child)
 
 
-QUESTION, CHOICES = "After the softmax, each row sums to?", ["1", "the number of keys"]
-WHY = {"the number of keys": "That is before normalising."}
+QUESTION = "After the softmax, each row sums to?"
+PREDICTION = {"key": "01-row-sum", "question": QUESTION,
+              "choices": [{"text": "1", "when": True},
+                          {"text": "the number of keys", "when": False, "why": "That is before normalising."}],
+              "answer": "1", "explanation": "The softmax divides each row by its sum."}
+NUMBER = {"key": "01-bytes", "question": "A question nobody translated?", "number": {"unit": "furlongs"},
+          "low": "Too few.", "high": "Too many.", "explanation": "Counted."}
 PREDICT_ZH = {QUESTION: "softmax 之后，每一行的和是多少？", "the number of keys": "键的个数",
-              "That is before normalising.": "那是归一化之前。"}
+              "That is before normalising.": "那是归一化之前。", "The softmax divides each row by its sum.":
+              "softmax 用每一行的和去除这一行。"}
 
 
-def test_predict_shows_the_translated_question_and_keeps_the_english_answer(monkeypatch, capsys):
-    with_translations(monkeypatch, PREDICT_ZH)
-    with speaking("zh-CN"):
-        guess = predict(QUESTION, choices=CHOICES)
-        text = guess._text()
-        box = guess._widget()
-        field = next(w for w in parts(box) if isinstance(w, widgets.RadioButtons))
-        button = next(w for w in parts(box) if isinstance(w, widgets.Button))
-        assert text.splitlines()[:3] == ["预测：softmax 之后，每一行的和是多少？", "  (a) 1", "  (b) 键的个数"]
-        assert "预测：" in box.children[0].value and "每一行的和" in box.children[0].value
-        assert field.options == (("1", "1"), ("键的个数", "the number of keys")) and button.description == "提交"
-        field.value = "the number of keys"
-        button.click()
-        assert guess.answer == "the number of keys", "the answer is the English choice the code compares"
-        capsys.readouterr()
-        guess.reveal("1", why=WHY)
-        assert capsys.readouterr().out.splitlines() == ["你的预测：键的个数。不太对。", "结果：1。", "那是归一化之前。"]
-        typed = predict(QUESTION, choices=CHOICES, answer="键的个数")
-        assert typed.answer == "the number of keys", "a choice written as shown counts as that choice"
-        untranslated = predict("A question nobody translated?", number=True, unit="furlongs")
-        assert untranslated._text().splitlines()[0] == "预测：A question nobody translated?"
-        capsys.readouterr()
-        untranslated.commit(2048)
-        untranslated.reveal(4096)
-        assert capsys.readouterr().out.splitlines()[0] == "你的预测：2,048 furlongs。偏低，差了 2 倍。"
-    assert predict(QUESTION, choices=CHOICES)._text().splitlines()[0] == f"Predict: {QUESTION}"
+def test_predict_shows_the_translated_texts_and_keeps_the_english_answer(monkeypatch, capsys, tmp_path):
+    import json
+
+    import labkit.predict as predict_module
+
+    with_translations(monkeypatch, PREDICT_ZH)  # the course's catalogs, read before the course moves
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "01_attention_basics.ipynb").write_text("{}")
+    (tmp_path / "modules" / "01_attention_basics").mkdir(parents=True)
+    (tmp_path / "modules" / "01_attention_basics" / "predictions.json").write_text(
+        json.dumps({"module": "01_attention_basics", "predictions": [PREDICTION, NUMBER]}))
+    (tmp_path / "workspace" / "zh-CN").mkdir(parents=True)
+    monkeypatch.setenv("ATTENTION_LAB_COURSE", str(tmp_path))
+    monkeypatch.chdir(tmp_path / "workspace" / "zh-CN")  # a Chinese learner's copy: the folder decides
+    monkeypatch.setattr(predict_module, "_PREDICTIONS", {})
+    predict("01-row-sum")
+    guess = predict_module._PREDICTIONS["01-row-sum"]
+    text = guess._text()
+    box = guess._widget()
+    field = next(w for w in parts(box) if isinstance(w, widgets.RadioButtons))
+    button = next(w for w in parts(box) if isinstance(w, widgets.Button))
+    assert text.splitlines()[:3] == ["预测：softmax 之后，每一行的和是多少？", "  (a) 1", "  (b) 键的个数"]
+    assert "预测：" in box.children[0].value and "每一行的和" in box.children[0].value
+    assert field.options == (("1", "1"), ("键的个数", "the number of keys")) and button.description == "提交"
+    capsys.readouterr()
+    with predict.reveal("01-row-sum") as seen:
+        seen.result(True)
+    waiting = capsys.readouterr().out
+    assert CHINESE.search(waiting) and "01-row-sum" in waiting and "1" not in waiting.replace("01-row-sum", "")
+    field.value = "the number of keys"
+    button.click()
+    assert guess.answer == "the number of keys", "the answer is the English choice the code compares"
+    with predict.reveal("01-row-sum") as seen:
+        seen.result(True)
+    assert capsys.readouterr().out.splitlines() == ["你的预测：键的个数。不太对。", "结果：1。", "那是归一化之前。",
+                                                    "softmax 用每一行的和去除这一行。"]
+    predict("01-bytes", answer=2048)
+    untranslated = predict_module._PREDICTIONS["01-bytes"]
+    assert untranslated._text().splitlines()[0] == "预测：A question nobody translated?"
+    capsys.readouterr()
+    with predict.reveal("01-bytes") as seen:
+        seen.result(4096)
+    assert capsys.readouterr().out.splitlines()[0] == "你的预测：2,048 furlongs。偏低，差了 2 倍。"
+    predict_module._PREDICTIONS.clear()
+    predict("01-row-sum", answer="键的个数")  # a choice written as shown counts as that choice
+    assert predict_module._PREDICTIONS["01-row-sum"].answer == "the number of keys"
+    with pytest.raises(ValueError, match="predict\\('01-row-sum', answer='2'\\)：请从选项中选一个，照显示的样子写："
+                                         "'1', '键的个数'"):
+        predict("01-row-sum", answer="2")  # refused by name, in the learner's language
+    predict("01-bytes")
+    box = predict_module._PREDICTIONS["01-bytes"]._widget()
+    number, button = (next(w for w in parts(box) if isinstance(w, kind)) for kind in (widgets.Text, widgets.Button))
+    number.value = "inf"  # float() reads it: the refusal is said in the widget, in Chinese
+    button.click()
+    status = [w for w in parts(box) if isinstance(w, widgets.HTML)][-1]
+    assert "预测必须是一个有限的数" in status.value and predict_module._PREDICTIONS["01-bytes"].answer is None
+    monkeypatch.chdir(tmp_path / "workspace")
+    assert guess._text().splitlines()[0] == f"Predict: {QUESTION}"
 
 
 # ------------------------------------------------------------------------- the map and the explorer

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from learner_predictions import play
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from rendered import seen_problems
 
@@ -558,14 +559,19 @@ def _check_words(lang: str) -> tuple[str, str]:
 
 
 def _run_copy(path: Path, folder: Path, lang: str = "en") -> list[str]:
-    """Run `path`'s learner copy top to bottom from `folder`; the problems, one line each."""
-    _, notebook = answer_book_and_copy(path)
+    """Run `path`'s learner copy top to bottom from `folder`, then play its predictions in the same
+    kernel (tests/learner_predictions.py: shown only once committed); the problems, one line each."""
+    answer_book, notebook = answer_book_and_copy(path)
     env = {key: value for key, value in os.environ.items() if key != STRICT_ENV} | KERNEL_ENV
+
+    def predictions(run):
+        return play(run, notebook, answer_book, path.name, lang, right_first=lang == "en")
+
     try:
-        execute_notebook(notebook, folder, env=env)
+        problems = execute_notebook(notebook, folder, env=env, then=predictions)
     except Exception as error:  # a failing cell, a dead kernel or a timeout: the copy does not run
         return [f"{path.name}: the copy does not run top to bottom: {type(error).__name__}: {str(error)[-600:]}"]
-    problems = seen_problems(notebook, f"{path.name} (learner copy, run)")
+    problems += seen_problems(notebook, f"{path.name} (learner copy, run)")
     for i, cell in enumerate(notebook.cells):
         if "exercise" not in tags(cell):
             continue

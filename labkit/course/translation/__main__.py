@@ -1,7 +1,8 @@
 """The Chinese edition's command line (CONTRIBUTING.md, "The Chinese edition").
 
     python -m labkit.course.translation sync [NN|glossary|labkit|all]
-        write the catalogs: a `todo` block per new or changed English text
+        write the catalogs (NN: the module's notebook, quiz and predictions): a `todo` block per
+        new or changed English text
     python -m labkit.course.translation build [NN|all]
         write notebooks/zh-CN/ and docs/glossary.zh-CN.md (make translations)
     python -m labkit.course.translation check [NN|glossary|labkit|all]
@@ -45,7 +46,7 @@ def _targets(root: Path, what: str) -> list[str]:
     number = what.zfill(2)
     found = [t for t in everything if t.partition(":")[2].startswith(f"{number}_")]
     if not found:
-        raise SystemExit(_usage(f"no notebook, quiz or check texts numbered {what!r}"))
+        raise SystemExit(_usage(f"no notebook, quiz, check texts or predictions numbered {what!r}"))
     return found
 
 

@@ -54,6 +54,8 @@ def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool
             found += render_problems(zh)
         elif target == "labkit":
             found = _fields_problems(unit.text, zh)
+        elif target.startswith("prediction:"):  # shown with its fields filled in, like a message
+            found = kept_problems(unit.text, zh) + render_problems(zh) + _fields_problems(unit.text, zh)
         else:
             found = kept_problems(unit.text, zh) + render_problems(zh)
         found += term_problems(unit.text, zh, glossary)

@@ -6,8 +6,9 @@
   need not run these notebooks again (conftest.py leaves them out).
 - modules/NN_slug/README.zh-CN.md, README.zh-CN.md, docs/cheatsheet.zh-CN.md: translated by hand,
   line 1 naming the git blob of the English version they translate (`stamp`).
-- the quizzes, the checks' texts (modules/NN_slug/checks.json) and labkit's messages: translated at
-  run time by `tr` from their catalogs.
+- the quizzes, the checks' texts (modules/NN_slug/checks.json), the predictions
+  (modules/NN_slug/predictions.json) and labkit's messages: translated at run time by `tr` from
+  their catalogs.
 """
 
 from __future__ import annotations
@@ -21,8 +22,16 @@ from pathlib import Path
 import nbformat
 
 from labkit.course.glossary import GLOSSARY_ZH, load_glossary, render_translated
-from labkit.course.translation.sources import check_units, glossary_units, labkit_units, notebook_units, quiz_units
+from labkit.course.translation.sources import (
+    check_units,
+    glossary_units,
+    labkit_units,
+    notebook_units,
+    prediction_units,
+    quiz_units,
+)
 from labkit.i18n.catalog import Unit, key_of, read_catalog
+from labkit.predictions import FILE, prediction_files
 
 __all__ = ["LANG", "catalog_of", "build_notebook", "blob", "guide_pairs", "stamp_line", "stamp_problems",
            "twin_link", "units_of", "write_glossary", "zh_notebook"]
@@ -37,6 +46,9 @@ PREAMBLE = {
              "How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "checks": ("<!-- The Chinese of modules/{name}/checks.json: each check's name in words, explanation and "
                "hints; check() shows them by key. How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
+    "prediction": ("<!-- The Chinese of modules/{name}/predictions.json: one block per text of its predictions "
+                   "(question, choices, unit, each why, the explanation), shown by predict and predict.reveal when "
+                   "they run. Keep each {{field}} as it is. How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "glossary": ("<!-- The Chinese of docs/glossary.json's glosses and module titles (the terms' Chinese is the "
                  "JSON's zh). docs/glossary.zh-CN.md is built from it: make translations. -->"),
     "labkit": ("<!-- The Chinese of labkit's messages: every literal passed to tr() or phrase() in labkit/. "
@@ -55,7 +67,7 @@ def blob(path: Path) -> str:
 
 def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
     """(kind, catalog path, English units, preamble) for 'notebook:<stem>', 'quiz:<stem>', 'checks:<stem>',
-    'glossary', 'labkit'."""
+    'prediction:<module>', 'glossary', 'labkit'."""
     kind, _, stem = target.partition(":")
     if kind == "notebook":
         english = root / "notebooks" / f"{stem}.ipynb"
@@ -68,6 +80,10 @@ def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
     if kind == "checks":
         english = root / "modules" / stem / "checks.json"
         return kind, root / CATALOGS / "checks" / f"{stem}.md", check_units(english), PREAMBLE[kind].format(name=stem)
+    if kind == "prediction":
+        english = root / "modules" / stem / FILE
+        return kind, root / CATALOGS / "predictions" / f"{stem}.md", prediction_units(english), \
+            PREAMBLE[kind].format(name=stem)
     if kind == "glossary":
         return kind, root / CATALOGS / "glossary.md", glossary_units(root), PREAMBLE[kind]
     if kind == "labkit":
@@ -83,7 +99,8 @@ def all_targets(root: Path) -> list[str]:
     notebooks = [f"notebook:{p.stem}" for p in sorted((root / "notebooks").glob("*.ipynb"))]
     quizzes = [f"quiz:{p.stem}" for p in sorted((root / "quizzes").glob("*.json"))]
     checks = [f"checks:{p.parent.name}" for p in sorted((root / "modules").glob("*/checks.json"))]
-    return [*notebooks, *quizzes, *checks, "glossary", "labkit"]
+    predictions = [f"prediction:{p.parent.name}" for p in prediction_files(root)]
+    return [*notebooks, *quizzes, *checks, *predictions, "glossary", "labkit"]
 
 
 # ------------------------------------------------------------------------------------------ notebooks

@@ -1,9 +1,11 @@
 """The English texts ("units") that each catalog translates, read from the English sources.
 
-- a notebook: every Markdown cell, and every text its code shows the learner: the question, choices
-  and unit of `predict(...)`, the explanations of `reveal(..., why={...})`, and the `description=` of a widget;
+- a notebook: every Markdown cell, and every text its code shows the learner: the `description=` of
+  a widget;
 - a module's check texts (modules/NN_slug/checks.json): each check's name in words, explanation,
   hint and hints per kind of mistake;
+- a module's predictions (modules/NN_slug/predictions.json): every text of every prediction
+  (labkit/predictions.py), its code cells naming only the keys;
 - a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
 - the glossary: each term's gloss, and the module titles its page groups them under;
 - labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
@@ -21,7 +23,8 @@ import nbformat
 
 from labkit.i18n.catalog import Unit
 
-__all__ = ["check_units", "glossary_units", "labkit_units", "notebook_units", "quiz_units", "code_texts"]
+__all__ = ["check_units", "glossary_units", "labkit_units", "notebook_units", "prediction_units", "quiz_units",
+           "code_texts"]
 
 
 def _string(node: ast.AST | None) -> str | None:
@@ -49,17 +52,7 @@ def code_texts(source: str) -> list[tuple[str, str]]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name, keywords = _name(node.func), {k.arg: k.value for k in node.keywords}
-        if name == "predict":
-            if node.args:
-                add(node.args[0], "predict question")
-            if isinstance(keywords.get("choices"), (ast.List, ast.Tuple)):
-                for element in keywords["choices"].elts:
-                    add(element, "predict choice")
-            add(keywords.get("unit"), "predict unit")
-        elif name == "reveal" and isinstance(keywords.get("why"), ast.Dict):
-            for value in keywords["why"].values:
-                add(value, "reveal why")
+        keywords = {k.arg: k.value for k in node.keywords}
         if "description" in keywords:  # a widget's label (labkit.widgets passes it through tr)
             add(keywords["description"], "widget label")
     return [(what, text) for _, _, what, text in sorted(found)]
@@ -103,6 +96,15 @@ def quiz_units(path: Path) -> list[Unit]:
             texts = value if key == "choices" and isinstance(value, list) else [value]
             units += [Unit(text, f"{question.get('id')}: {key}") for text in texts if isinstance(text, str) and text]
     return units
+
+
+def prediction_units(path: Path) -> list[Unit]:
+    """Every text of a module's predictions.json, labelled by its prediction's key (validated on the
+    way: a broken file says so here too)."""
+    from labkit.predictions import load_predictions, texts_of
+
+    return [Unit(text, f"{key}: {what}") for key, spec in load_predictions(path).items()
+            for what, text in texts_of(spec)]
 
 
 def glossary_units(root: Path) -> list[Unit]:
