@@ -14,7 +14,7 @@ import minimind_ref as mm
 from facts import fact
 from labkit.roofline import CHIPS, fused_accesses, intensity, matmul_flops, standard_elements
 
-CACHE_LENGTH = 32768  # MiniMind's max_position_embeddings: the longest cache its RoPE table allows
+CACHE_LENGTH = mm.MiniMindConfig().max_position_embeddings  # the longest cache MiniMind's RoPE table allows
 BY_NAME = {chip.name.split()[0]: chip for chip in CHIPS}
 SHAPES = {"MiniMind2": mm.MiniMindConfig(), "MiniMind-3": mm.MiniMindConfig.minimind3()}
 
