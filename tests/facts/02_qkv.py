@@ -138,9 +138,9 @@ def minimind2_attention_input_is_normalised():
     pre-norm hands attention an RMS-normalised input."""
     config = CONFIG.replace(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                             num_hidden_layers=1, vocab_size=32)
-    torch.manual_seed(0)
-    block = mm.MiniMindForCausalLM(config).model.layers[0].eval()
-    x = torch.randn(1, 6, config.hidden_size)
+    with sources.seeded(0):
+        block = mm.MiniMindForCausalLM(config).model.layers[0].eval()
+        x = torch.randn(1, 6, config.hidden_size)
     cos, sin = torch.ones(6, config.head_dim), torch.zeros(6, config.head_dim)
     with torch.no_grad():
         _, small = block(x, (cos, sin), output_attentions=True)
@@ -154,12 +154,11 @@ def exp4_scales_and_growth():
     the first and the last, measured on exp4's own layer without the norm."""
     exp4 = experiment("exp4_qk_norm")
     scales = exp4.Experiment.parser(exp4.__doc__, exp4.__file__, exp4.add_arguments).parse_args([]).scales
-    torch.manual_seed(0)
-    config, layers = exp4.layers()
+    with sources.seeded(0):
+        config, layers = exp4.layers()
+        x = torch.randn(1, 8, config.hidden_size)
     plain = next(layer for layer in layers.values() if not layer.config.qk_norm)
-    tokens = 8
-    cos, sin = mm.precompute_freqs_cis(config.head_dim, tokens, rope_base=config.rope_theta)
-    x = torch.randn(1, tokens, config.hidden_size)
+    cos, sin = mm.precompute_freqs_cis(config.head_dim, x.shape[1], rope_base=config.rope_theta)
     with torch.no_grad():
         low, high = (exp4.attention_scores(plain, x * s, cos, sin).abs().max().item() for s in (scales[0], scales[-1]))
     return (*scales, high / low)

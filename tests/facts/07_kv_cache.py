@@ -57,12 +57,24 @@ def minimind2_mha_cache_bytes_per_token_float32():
     return mha.num_key_value_heads, int(cache_bytes_per_token(mha, torch.float32))
 
 
+def _context() -> int:
+    """The context of the table's first column of sizes, as the notebook's cell computes it."""
+    return sources.read("07", PUBLISHED_CELL, r"per \* (\d+) / GiB")
+
+
+@once
+def _measured_16bit() -> dict[str, int]:
+    """Bytes per token of each published shape, measured by exp3 on KVCaches in bfloat16."""
+    with sources.seeded(0):
+        measured, formula_holds = script("exp3_cache_memory").published_models(_context())
+    assert formula_holds, "exp3's closed form no longer equals the bytes KVCache holds"
+    return measured
+
+
 def _row(name: str):
-    memory = script("exp3_cache_memory")
-    shape = memory.PUBLISHED[name]
-    per_token = memory.cache_bytes(shape["layers"], shape["kv_heads"], shape["head_dim"], 2)
-    context = sources.read("07", PUBLISHED_CELL, r"per \* (\d+) / GiB")  # the table's first context
-    at_4096 = per_token * context
+    shape = script("exp3_cache_memory").PUBLISHED[name]
+    per_token = _measured_16bit()[name]
+    at_4096 = per_token * _context()
     size = at_4096 / 2 ** 30 if at_4096 >= 2 ** 30 / 2 else at_4096 // 2 ** 20
     return shape["layers"], shape["kv_heads"], shape["head_dim"], per_token // 1024, size
 
@@ -89,7 +101,6 @@ def kv_table_minimind2():
     shape = script("exp3_cache_memory").PUBLISHED["MiniMind2"]
     assert (shape["layers"], shape["kv_heads"], shape["head_dim"]) == (
         MINIMIND2.num_hidden_layers, MINIMIND2.num_key_value_heads, MINIMIND2.head_dim)
-    assert _row("MiniMind2")[3] * 1024 == cache_bytes_per_token(MINIMIND2, torch.bfloat16)
     return _row("MiniMind2")
 
 
@@ -129,9 +140,8 @@ def published_models_head_dim():
 
 
 def _bytes_16bit(name: str) -> int:
-    memory = script("exp3_cache_memory")
-    shape = _published()[name]
-    return memory.cache_bytes(shape["layers"], shape["kv_heads"], shape["head_dim"], 2)
+    _published()  # the notebook's shapes are exp3's
+    return _measured_16bit()[name]
 
 
 @fact
@@ -145,10 +155,9 @@ def llama2_over_llama3_cache():
 
 
 def _minimind3_bytes():
-    memory = script("exp3_cache_memory")
-    three = mm.MiniMindConfig.minimind3()
-    per_token = memory.cache_bytes(three.num_hidden_layers, three.num_key_value_heads, three.head_dim, 2)
-    old = memory.cache_bytes(MINIMIND2.num_hidden_layers, MINIMIND2.num_key_value_heads, MINIMIND2.head_dim, 2)
+    """Bytes per token in bfloat16 of MiniMind-3's KVCache and of MiniMind2's, measured."""
+    per_token = int(cache_bytes_per_token(mm.MiniMindConfig.minimind3(), torch.bfloat16))
+    old = int(cache_bytes_per_token(MINIMIND2, torch.bfloat16))
     assert per_token % old == 0
     return per_token, old
 
@@ -270,9 +279,10 @@ def exp1_largest_logit_difference() -> float:
     return max(errors)
 
 
-@fact(magnitude=True, spread=0.5,
-      why="'about 1e-5' is an order of magnitude: exp1's largest difference is 0.8e-5 to 1.3e-5 over seeds, "
-          "and its power of ten holds within a factor of 1.5 either way (python -m facts.spread)")
+@fact(magnitude=True, spread=1.0,
+      why="'about 1e-5', an order of magnitude: 1.04e-5 here, 1.08e-5 with torch's portable kernels and up to "
+          "1.76e-5 under last-bit noise, a relative spread of 0.7 (python -m facts.spread); the power of ten holds "
+          "for anything within a factor of 2")
 def cached_logits_agree_to():
     """'about 1e-5': the largest logit difference exp1 measures."""
     return exp1_largest_logit_difference()

@@ -457,12 +457,12 @@ def exp5_draws():
 @fact
 def dropout_row_sum_variance():
     """A row of weights w, dropped at p, has sum variance p/(1 - p) sum w^2; a kept weight is w / (1 - p)."""
-    torch.manual_seed(0)
-    w = torch.softmax(torch.randn(16), dim=0)
     p = defaults("exp5_attention_dropout").p
-    sums = torch.nn.functional.dropout(w.expand(20000, 16), p=p).sum(-1)
+    with sources.seeded(0):
+        w = torch.softmax(torch.randn(16), dim=0)
+        sums = torch.nn.functional.dropout(w.expand(20000, 16), p=p).sum(-1)
+        kept = torch.nn.functional.dropout(w.expand(4, 16), p=p)
     predicted = p / (1 - p) * w.pow(2).sum().item()
-    kept = torch.nn.functional.dropout(w.expand(4, 16), p=p)
     return (abs(sums.var().item() - predicted) < 0.1 * predicted
             and torch.allclose(kept[kept != 0], w.expand(4, 16)[kept != 0] / (1 - p)))
 
