@@ -28,6 +28,8 @@ from labkit import Experiment, int_in, print_table, random_minimind
 # of 10x over that, and is 10,000x below what a real bug does (exp5_pitfalls: errors of ~1 to 10).
 RELATIVE_TOLERANCE = 1e-4
 
+MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=8, vocab_size=256)  # the random models
+
 LAYOUTS = {  # name -> config overrides: how many KV heads, and MiniMind3's q/k norm
     "MHA (8 KV heads)": dict(num_key_value_heads=8),
     "GQA (2 KV heads)": dict(num_key_value_heads=2),
@@ -93,8 +95,7 @@ def main(argv=None):
     args = exp.args
     torch.set_num_threads(1)  # the machine may be shared; results do not depend on it
 
-    base = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=8, vocab_size=256,
-                max_position_embeddings=max(256, 2 * (args.prompt + args.new)))
+    base = dict(MODEL, max_position_embeddings=max(256, 2 * (args.prompt + args.new)))
     prompt = torch.randint(0, base["vocab_size"], (args.batch, args.prompt))
     print(f"{len(LAYOUTS)} random models: hidden 128, 4 layers, 8 query heads, vocabulary 256; "
           f"batch {args.batch}, prompt {args.prompt} tokens, {args.new} new tokens, seed {args.seed}")

@@ -110,6 +110,23 @@ def attention_crossover(config: mm.MiniMindConfig) -> float:
     return cached_step_rest(config) / attention_flops_per_key(config)
 
 
+def counted_model(hidden: int, tokens: int) -> mm.MiniMindConfig:
+    """The small MiniMind whose greedy generation of `tokens` tokens this script counts and
+    exp6_time_per_token times."""
+    return mm.MiniMindConfig(hidden_size=hidden, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                             vocab_size=256, max_position_embeddings=max(512, 2 * tokens))
+
+
+def flop_growth(config: mm.MiniMindConfig, n: int, prompt_len: int = 1):
+    """FLOPs of each step of generating n tokens, with and without the cache, their totals after
+    n/8, n/4, n/2 and n tokens, and the growth exponent of each total. Keys: cached or not."""
+    flops = {cached: step_flops(config, prompt_len, n, cached) for cached in (False, True)}
+    lengths = [n // 8, n // 4, n // 2, n]
+    totals = {cached: [sum(flops[cached][:m]) for m in lengths] for cached in (False, True)}
+    exponents = {cached: growth_exponent(lengths, totals[cached]) for cached in (False, True)}
+    return flops, lengths, totals, exponents
+
+
 def growth_exponent(lengths: list[int], totals: list[float]) -> float:
     """Least-squares slope of log(total) against log(n): 1 for linear growth, 2 for quadratic
     (exp6_time_per_token fits its measured times with it too)."""
@@ -140,14 +157,9 @@ def main(argv=None):
     exp.claim(formula_matches, "the closed-form FLOP count equals torch's FlopCounterMode on every case")
 
     # 2. FLOPs per step and in total, for a small MiniMind (the model exp6_time_per_token times).
-    config = mm.MiniMindConfig(hidden_size=args.hidden, num_hidden_layers=4, num_attention_heads=8,
-                               num_key_value_heads=2, vocab_size=256,
-                               max_position_embeddings=max(512, 2 * args.tokens))
+    config = counted_model(args.hidden, args.tokens)
     n, prompt_len = args.tokens, 1
-    flops = {cached: step_flops(config, prompt_len, n, cached) for cached in (False, True)}
-    lengths = [n // 8, n // 4, n // 2, n]
-    totals = {cached: [sum(flops[cached][:m]) for m in lengths] for cached in (False, True)}
-    exponents = {cached: growth_exponent(lengths, totals[cached]) for cached in (False, True)}
+    flops, lengths, totals, exponents = flop_growth(config, n, prompt_len)
 
     print(f"Model: hidden {args.hidden}, 4 layers, 8 heads, 2 KV heads, vocabulary 256; "
           f"prompt {prompt_len} token, n = {n}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 # the FLOP count and its figure, from the script beside this one
-from exp2_cost_per_token import growth_exponent, plot_per_token_and_total, step_flops
+from exp2_cost_per_token import counted_model, growth_exponent, plot_per_token_and_total, step_flops
 
 import minimind_ref as mm
 from labkit import Experiment, best_step_times, int_in, print_table
@@ -82,9 +82,7 @@ def main(argv=None):
     args = exp.args
     torch.set_num_threads(1)  # one thread: less noise from a shared machine, same FLOPs
 
-    config = mm.MiniMindConfig(hidden_size=args.hidden, num_hidden_layers=4, num_attention_heads=8,
-                               num_key_value_heads=2, vocab_size=256,
-                               max_position_embeddings=max(512, 2 * args.tokens))
+    config = counted_model(args.hidden, args.tokens)  # the model exp2 counts
     n, prompt_len = args.tokens, 1
     lengths = [n // 8, n // 4, n // 2, n]
     flops = {cached: step_flops(config, prompt_len, n, cached) for cached in (False, True)}

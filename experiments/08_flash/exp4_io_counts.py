@@ -32,10 +32,13 @@ import matplotlib.pyplot as plt
 from labkit import Experiment, float_in, int_in, print_table
 from labkit.roofline import BYTES_PER_ELEMENT, attention_steps, standard_elements
 
-HBM_BYTES_PER_S = 1.5e12  # A100 HBM: 1.5-2.0 TB/s (FlashAttention paper, section 2.1)
+HBM_RANGE_BYTES_PER_S = (1.5e12, 2.0e12)  # A100 HBM: 1.5-2.0 TB/s (FlashAttention paper, section 2.1)
+HBM_BYTES_PER_S = HBM_RANGE_BYTES_PER_S[0]  # the counts price at the low end
 MATMUL_FLOPS_PER_S = 312e12  # A100 FP16/BF16 matmul (FlashAttention-2 paper, section 3.1)
 OTHER_FLOPS_PER_S = 19.5e12  # A100 FP32, everything but matmul: exp, max, sums (same section)
 RIDGE = MATMUL_FLOPS_PER_S / HBM_BYTES_PER_S  # FLOPs per byte moved that keep the matrix units busy
+LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]  # N of the table of standard against FlashAttention
+N_STEPS = 4096  # N of the step-by-step table and of the SRAM sweep
 
 
 def add_arguments(parser):
@@ -94,15 +97,22 @@ def main(argv=None):
     return exp.finish()
 
 
+def io_table(d: int, sram: int) -> dict[int, tuple[int, int, float, float, float]]:
+    """Per N of LENGTHS: standard and FlashAttention accesses (elements), and on an A100 the seconds
+    of the matrix products, of standard attention's traffic and of FlashAttention's."""
+    table = {}
+    for n in LENGTHS:
+        standard, flash = standard_accesses(n, d), flash_accesses(n, d, sram)
+        table[n] = (standard, flash, 4 * n * n * d / MATMUL_FLOPS_PER_S,
+                    standard * BYTES_PER_ELEMENT / HBM_BYTES_PER_S, flash * BYTES_PER_ELEMENT / HBM_BYTES_PER_S)
+    return table
+
+
 def standard_against_flash(exp, d: int, sram: int, block_c: int) -> list[int]:
     """Each algorithm's HBM accesses, and the times they take on an A100, as N grows."""
-    lengths = [512, 1024, 2048, 4096, 8192, 16384]
+    lengths = LENGTHS
     rows, ratios, memory_bound = [], [], []
-    for n in lengths:
-        standard, flash = standard_accesses(n, d), flash_accesses(n, d, sram)
-        compute_s = 4 * n * n * d / MATMUL_FLOPS_PER_S
-        standard_s = standard * BYTES_PER_ELEMENT / HBM_BYTES_PER_S
-        flash_s = flash * BYTES_PER_ELEMENT / HBM_BYTES_PER_S
+    for n, (standard, flash, compute_s, standard_s, flash_s) in io_table(d, sram).items():
         ratios.append(standard / flash)
         memory_bound.append(standard_s / compute_s)
         rows.append([n, standard / 1e6, flash / 1e6, standard / flash, compute_s * 1e6, standard_s * 1e6,
@@ -126,8 +136,8 @@ def standard_against_flash(exp, d: int, sram: int, block_c: int) -> list[int]:
 
 
 def step_by_step(exp, d: int) -> None:
-    """The same, step by step: one kernel per line of Algorithm 0, at N = 4096."""
-    n = 4096
+    """The same, step by step: one kernel per line of Algorithm 0, at N = N_STEPS."""
+    n = N_STEPS
     step_rows = [[name, operations / rate * 1e6, elements * BYTES_PER_ELEMENT / HBM_BYTES_PER_S * 1e6]
                  for name, (operations, elements, rate) in standard_steps(n, d).items()]
     print(f"\nN = {n}, one kernel per line of Algorithm 0:")
@@ -140,7 +150,7 @@ def step_by_step(exp, d: int) -> None:
 
 def more_sram_fewer_passes(exp, d: int):
     """Theorem 2's 1/M: more SRAM, bigger blocks, fewer passes over Q and O."""
-    n = 4096
+    n = N_STEPS
     sram_kbs = [16, 32, 64, 100, 128, 192]
     flash_by_m = [flash_accesses(n, d, int(kb * 1024 / BYTES_PER_ELEMENT)) for kb in sram_kbs]
     exp.claim(all(b < a for a, b in zip(flash_by_m, flash_by_m[1:])),
@@ -150,7 +160,7 @@ def more_sram_fewer_passes(exp, d: int):
 
 
 def draw_accesses(exp, d: int, sram: int, sram_kb: float, lengths: list[int], sram_kbs: list, flash_by_m: list) -> None:
-    n = 4096
+    n = N_STEPS
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     axes[0].loglog(lengths, [standard_accesses(n, d) for n in lengths], "o-", label="standard (Alg. 0)", base=2)
     axes[0].loglog(lengths, [flash_accesses(n, d, sram) for n in lengths], "s-", label="FlashAttention (Alg. 1)",

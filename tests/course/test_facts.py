@@ -110,11 +110,27 @@ def _rule(**options) -> Fact:
     (("1279a616", "c090b69c"), "1279a616 and c090b69c", {}, True),
     (("1279a616", "c090b69c"), "c090b69c and 1279a616", {}, False),
     (2, "twice", {}, True),
+    (8.3e-7, "1e-6", {"below": True, "why": "x"}, True),  # a bound above the value
+    (8.3e-7, "1e-6", {"below": True, "spread": 0.5, "why": "x"}, False),  # ... that another machine may cross
+    (8.3e-7, "2e-6", {"below": True, "spread": 0.5, "why": "x"}, True),
+    (8.3e-7, "1e-4", {"below": True, "why": "x"}, False),  # a bound a hundred times the value says nothing
+    (1.2e-7, "1e-7", {"magnitude": True, "why": "x"}, True),  # its power of ten
+    (1.2e-7, "1e-6", {"magnitude": True, "why": "x"}, False),
+    (2.9e-7, "1e-7", {"magnitude": True, "spread": 0.2, "why": "x"}, False),  # 3.5e-7 is nearer 1e-6
+    ((3153.1, 4.0, 12612.3), "3,200 ... four ... 12,600", {"tolerance": (50, None, 50), "why": "x"}, True),
+    ((3153.1, 4.6, 12612.3), "3,200 ... four ... 12,600", {"tolerance": (50, None, 50), "why": "x"}, False),
     (True, "any wording", {}, True),  # a claim: the text is free, the behaviour must hold
     (False, "any wording", {}, False),
 ])
 def test_how_a_marked_text_is_compared(computed, written, options, holds):
     assert (mismatch(_rule(**options), computed, written) is None) == holds
+
+
+def test_a_loose_comparison_says_why():
+    from facts import fact
+
+    with pytest.raises(ValueError, match="says not why"):
+        fact(tolerance=0.5)(lambda: 1.0)
 
 
 def test_how_markers_are_found():

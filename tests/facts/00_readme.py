@@ -1,4 +1,4 @@
-"""The root README's facts: MiniMind2's default configuration and MiniMind-3's, as minimind_ref
+"""The root README's facts: MiniMind2-Small's default configuration and MiniMind-3's, as minimind_ref
 builds them (parameters counted on models built on the meta device)."""
 
 from __future__ import annotations

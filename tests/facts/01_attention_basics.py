@@ -1,20 +1,15 @@
-"""Module 01's facts: softmax overflow thresholds, MiniMind2's score scale, the trained heads."""
+"""Module 01's facts: softmax overflow thresholds, MiniMind2-Small's score scale, the trained heads."""
 
 from __future__ import annotations
 
 import math
-import re
-from functools import cache
-from pathlib import Path
 
-import nbformat
 import torch
 
 import minimind_ref as mm
-from facts import fact
+from facts import fact, once, sources
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "notebooks" / "01_attention_basics.ipynb"
+SPAN_CELL = "ef1c2c82"  # the notebook's cell that runs the trained model on a string written twice
 
 
 def overflow_threshold(dtype: torch.dtype) -> float:
@@ -59,28 +54,37 @@ def minimind2_head_dim():
     return mm.MiniMindConfig().head_dim
 
 
+def score_scale(config: mm.MiniMindConfig) -> float:
+    """The factor minimind_ref's attention multiplies q . k by, measured on MiniMind2-Small's head width: one
+    query against two keys whose dot products differ by 1, so the log-ratio of their weights is it."""
+    d = config.head_dim
+    q = torch.zeros(1, 1, 1, d, dtype=torch.float64)
+    q[..., 0] = 1.0
+    k = torch.zeros(1, 1, 2, d, dtype=torch.float64)
+    k[..., 0, 0] = 1.0  # q . k = 1 for key 0, 0 for key 1
+    _, weights = mm.scaled_dot_product_attention(q, k, torch.zeros_like(k), return_weights=True)
+    return math.log(weights[0, 0, 0, 0] / weights[0, 0, 0, 1])
+
+
 @fact
 def minimind2_score_scale():
-    """`1/8 = 0.125`: 1/sqrt(D)."""
-    head = mm.MiniMindConfig().head_dim
-    return 1, math.isqrt(head), 1 / math.sqrt(head)
+    """`1/8 = 0.125`: the measured scale, written as 1 over sqrt(D)."""
+    scale = score_scale(mm.MiniMindConfig())
+    return 1, round(1 / scale), scale
 
 
 @fact
 def minimind2_score_scale_of_sqrt():
-    """`1/sqrt(64) = 0.125`."""
-    head = mm.MiniMindConfig().head_dim
-    return 1, head, 1 / math.sqrt(head)
+    """`1/sqrt(64) = 0.125`: the head width, and the measured scale."""
+    config = mm.MiniMindConfig()
+    scale = score_scale(config)
+    assert math.isclose(scale, 1 / math.sqrt(config.head_dim), rel_tol=1e-12), "the scale is no longer 1/sqrt(D)"
+    return 1, config.head_dim, scale
 
 
 # ---------------------------------------------------------------------------- the trained heads, section 8's glimpse
 
-def _notebook_code() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return "\n".join(cell.source for cell in cells if cell.cell_type == "code")
-
-
-@cache
+@once
 def _tiny():
     from labkit.tiny_model import load_tiny_model
 
@@ -101,10 +105,10 @@ def _run(line: str):
     return ids[0], weights, right
 
 
-@cache
+@once
 def _span():
     """The notebook's random-looking string, its run, and attention spread evenly for comparison."""
-    span = re.search(r'^span = "([^"]+)"$', _notebook_code(), re.M).group(1)
+    span = sources.read("01", SPAN_CELL, r'^span = "([^"]+)"$', str)
     ids, weights, right = _run(span)
     T = len(ids)
     even = torch.tril(torch.ones(T, T))

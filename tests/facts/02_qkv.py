@@ -1,49 +1,49 @@
-"""Module 02's facts: MiniMind2's and MiniMind-3's shapes from minimind_ref, the lookup tasks from the
-experiment scripts' and the notebook's own constants, q/k norm's bound from minimind_ref's RMSNorm."""
+"""Module 02's facts: MiniMind2-Small's and MiniMind-3's shapes from minimind_ref (the steps' shapes from
+labkit's course map, which tests/kit/test_course_map.py holds to a real forward pass), the lookup
+tasks from the experiment scripts' and the notebook's own cells, q/k norm's bound from
+minimind_ref's RMSNorm, exp4's growth measured on its own layers."""
 
 from __future__ import annotations
 
-import argparse
 import math
-import re
-from functools import cache
-from pathlib import Path
 
-import nbformat
 import torch
-from experiment_scripts import load_experiment
 
 import minimind_ref as mm
-from facts import fact
+from facts import fact, sources
+from labkit.course_map import forward_steps
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "notebooks" / "02_qkv.ipynb"
 CONFIG = mm.MiniMindConfig()
 THREE = mm.MiniMindConfig.minimind3()
+TASK_CELL = "f4d7e93c"  # the lookup task's constants and make_examples
+HELD_OUT_CELL = "6554c8e7"  # the lookup layer, and the fresh examples it is measured on
+BIG_WEIGHTS_CELL = "279b0ced"  # MiniMind's layer with tied and separate projections
+COUPLES_CELL = "ae772ce2"  # the partner task
 
 
-@cache
 def experiment(name: str):
     """One of module 02's experiment scripts, for its own constants."""
-    return load_experiment("02", name)
+    return sources.experiment("02", name)
 
 
-def default_of(script, flag: str):
-    parser = argparse.ArgumentParser()
-    script.add_arguments(parser)
-    return parser.parse_args([]).__dict__[flag]
-
-
-@cache
-def code() -> str:
-    return "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code")
+def default_of(name: str, flag: str):
+    return vars(sources.defaults("02", name))[flag]
 
 
 def sizes() -> dict[str, int]:
     return {name: p.numel() for name, p in mm.Attention(CONFIG).named_parameters()}
 
 
-# ---------------------------------------------------------------------------- MiniMind2's shapes
+def shapes(config: mm.MiniMindConfig) -> dict[str, dict[str, tuple]]:
+    """Each forward step's tensors and their shapes, as the course map draws them."""
+    return {step.key: dict(step.tensors) for step in forward_steps(config)}
+
+
+def numbers(shape: tuple) -> tuple[int, ...]:
+    return tuple(n for n in shape if isinstance(n, int))
+
+
+# ---------------------------------------------------------------------------- MiniMind2-Small's shapes
 
 @fact
 def minimind2_attention_sizes():
@@ -53,16 +53,18 @@ def minimind2_attention_sizes():
 
 @fact
 def minimind2_q_shapes():
-    """q_proj's output [B, T, 512] -> view [B, T, 8, 64] -> transpose [B, 8, T, 64]."""
-    h, d = CONFIG.num_attention_heads, CONFIG.head_dim
-    return h * d, h, d, h, d
+    """q_proj's output [B, T, 512] -> view [B, T, 8, 64] -> transpose [B, 8, T, 64]: the view holds the
+    numbers of the split heads, before the transpose moves the head axis."""
+    steps = shapes(CONFIG)
+    split = numbers(steps["split_heads"]["q"])
+    return (*numbers(steps["project"]["q"]), *split, *split)
 
 
 @fact
 def minimind2_kv_shapes():
     """k_proj's and v_proj's output [B, T, 128] -> [B, 2, T, 64]."""
-    kv, d = CONFIG.num_key_value_heads, CONFIG.head_dim
-    return kv * d, kv, d
+    steps = shapes(CONFIG)
+    return (*numbers(steps["project"]["k,v"]), *numbers(steps["split_heads"]["k,v"]))
 
 
 @fact
@@ -132,13 +134,13 @@ def rmsnorm_length_of_a_small_query():
 
 @fact
 def minimind2_attention_input_is_normalised():
-    """Scaling a MiniMind2 block's residual stream by 100 leaves its attention weights unchanged: the
+    """Scaling a MiniMind2-Small block's residual stream by 100 leaves its attention weights unchanged: the
     pre-norm hands attention an RMS-normalised input."""
     config = CONFIG.replace(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                             num_hidden_layers=1, vocab_size=32)
-    torch.manual_seed(0)
-    block = mm.MiniMindForCausalLM(config).model.layers[0].eval()
-    x = torch.randn(1, 6, config.hidden_size)
+    with sources.seeded(0):
+        block = mm.MiniMindForCausalLM(config).model.layers[0].eval()
+        x = torch.randn(1, 6, config.hidden_size)
     cos, sin = torch.ones(6, config.head_dim), torch.zeros(6, config.head_dim)
     with torch.no_grad():
         _, small = block(x, (cos, sin), output_attentions=True)
@@ -148,17 +150,27 @@ def minimind2_attention_input_is_normalised():
 
 @fact
 def exp4_scales_and_growth():
-    """exp4's scales (1, 10 and 100) and how many times the largest unnormalised score grows."""
+    """exp4's scales (1, 10 and 100) and how many times the largest unnormalised score grows between
+    the first and the last, measured on exp4's own layer without the norm."""
     exp4 = experiment("exp4_qk_norm")
     scales = exp4.Experiment.parser(exp4.__doc__, exp4.__file__, exp4.add_arguments).parse_args([]).scales
-    return (*scales, (scales[-1] // scales[0]) ** 2)
+    with sources.seeded(0):
+        config, layers = exp4.layers()
+        x = torch.randn(1, 8, config.hidden_size)
+    plain = next(layer for layer in layers.values() if not layer.config.qk_norm)
+    cos, sin = mm.precompute_freqs_cis(config.head_dim, x.shape[1], rope_base=config.rope_theta)
+    with torch.no_grad():
+        low, high = (exp4.attention_scores(plain, x * s, cos, sin).abs().max().item() for s in (scales[0], scales[-1]))
+    return (*scales, high / low)
 
 
 @fact
 def scores_are_quadratic_in_the_input():
-    """'twice the input, four times the scores': (2, 4), measured on MiniMind2's layer without q/k norm."""
+    """'twice the input, four times the scores': (2, 4), measured on a MiniMind2-Small layout's projections
+    without q/k norm."""
     layer = mm.Attention(CONFIG.replace(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                         head_dim=16))
+    assert not layer.config.qk_norm
     x = torch.randn(1, 5, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     layer = layer.double()
 
@@ -178,7 +190,7 @@ def scores_are_quadratic_in_the_input():
 def exp2_lookup_task():
     """(pairs, keys, values) of exp2's dictionaries."""
     exp2 = experiment("exp2_kv_retrieval")
-    return default_of(exp2, "pairs"), exp2.NUM_KEYS, exp2.NUM_VALUES
+    return default_of("exp2_kv_retrieval", "pairs"), exp2.NUM_KEYS, exp2.NUM_VALUES
 
 
 @fact
@@ -208,12 +220,15 @@ def exp3_tied_ceiling_fraction():
 
 @fact
 def notebook_rows_see_all_tokens():
-    return int(re.search(r"batch, length, D = \d+, (\d+), mha\.head_dim", code()).group(1))
+    """The tokens of the cell whose layer sees every token (no mask), from the mask it builds."""
+    cell = sources.run_cells("02", BIG_WEIGHTS_CELL, torch=torch, mm=mm, print=lambda *a, **k: None)
+    weights = cell["big_weights"]["separate"]  # [B, H, T, T]
+    assert bool((weights > 0).all()), "some row of the cell's layer no longer sees every token"
+    return weights.shape[-1]
 
 
 def _notebook_task():
-    return tuple(map(int, re.search(r"NUM_KEYS, NUM_VALUES, PAIRS, QUESTIONS = (\d+), (\d+), (\d+), (\d+)",
-                                    code()).groups()))
+    return sources.read("02", TASK_CELL, r"^NUM_KEYS, NUM_VALUES, PAIRS, QUESTIONS = (\d+), (\d+), (\d+), (\d+)$")
 
 
 @fact
@@ -235,19 +250,19 @@ def notebook_lookup_values():
 
 @fact
 def notebook_held_out():
-    return int(re.search(r"fresh_inputs, fresh_answers = make_examples\((\d+),", code()).group(1))
+    return sources.read("02", HELD_OUT_CELL, r"fresh_inputs, fresh_answers = make_examples\((\d+),")
 
 
 @fact
 def notebook_couples():
     """(symbols, fixed couples) of the partner task."""
-    symbols = int(re.search(r"SYMBOLS = (\d+)", code()).group(1))
+    symbols = sources.read("02", COUPLES_CELL, r"^SYMBOLS = (\d+)")
     return symbols, symbols // 2
 
 
 @fact
 def notebook_couples_per_sequence():
-    return int(re.search(r"def make_couples\(count, generator, couples=(\d+)\)", code()).group(1))
+    return sources.read("02", COUPLES_CELL, r"def make_couples\(count, generator, couples=(\d+)\)")
 
 
 @fact
@@ -260,7 +275,7 @@ def notebook_tied_ceiling():
 def quiz_02_question_count():
     from labkit.quiz import load_quiz
 
-    return len(load_quiz(ROOT / "quizzes" / "02_qkv.json").questions)
+    return len(load_quiz(sources.ROOT / "quizzes" / "02_qkv.json").questions)
 
 
 # ---------------------------------------------------------------------------- behaviours (issue 16)

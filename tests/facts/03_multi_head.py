@@ -1,22 +1,19 @@
-"""Module 03's facts: MiniMind2's attention weights counted on minimind_ref's layer, the notebook's toy
+"""Module 03's facts: MiniMind2-Small's attention weights counted on minimind_ref's layer, the notebook's toy
 sizes from its own code, and exp1's and exp3's defaults."""
 
 from __future__ import annotations
 
 import argparse
-import re
-from functools import cache
-from pathlib import Path
-
-import nbformat
-from experiment_scripts import load_experiment
 
 import minimind_ref as mm
-from facts import fact
+from facts import fact, sources
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "notebooks" / "03_multi_head.ipynb"
 CONFIG = mm.MiniMindConfig()
+TOY_CELL = "a6c2208e"  # the toy layer's sizes
+LABELLED_CELL = "e50e4aa2"  # the labelled tensor and its two splits
+TOPIC_CELL = "8f659a22"  # the topic task's sizes
+MODEL_CELL = "d91356c7"  # build_model: the topic task's MiniMind
+ONE_HEAD_CELL = "9a5bf732"  # the one-head model, trained
 
 
 def counts(**changes) -> dict[str, int]:
@@ -24,16 +21,8 @@ def counts(**changes) -> dict[str, int]:
     return {name: layer.get_submodule(name).weight.numel() for name in ("q_proj", "k_proj", "v_proj", "o_proj")}
 
 
-@cache
-def code() -> str:
-    return "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code")
-
-
-@cache
 def exp3_defaults() -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    load_experiment("03", "exp3_heads_specialise").add_arguments(parser)
-    return parser.parse_args([])
+    return sources.defaults("03", "exp3_heads_specialise")
 
 
 @fact
@@ -72,9 +61,10 @@ def mha_attention_weights_and_saving():
 @fact
 def head_count_does_not_change_the_weights():
     """1, 8 or 64 heads of a 512-wide layer all have 1,048,576 weights."""
-    totals = {sum(counts(num_attention_heads=h, num_key_value_heads=h).values()) for h in (1, 8, 64)}
+    heads = (1, 8, 64)
+    totals = {sum(counts(num_attention_heads=h, num_key_value_heads=h).values()) for h in heads}
     assert len(totals) == 1
-    return 1, 8, 64, CONFIG.hidden_size, totals.pop()
+    return (*heads, CONFIG.hidden_size, totals.pop())
 
 
 @fact
@@ -84,7 +74,7 @@ def minimind2_kv_heads_03():
 
 @fact
 def exp1_head_counts():
-    return load_experiment("03", "exp1_heads_are_concatenated").HEAD_COUNTS
+    return sources.experiment("03", "exp1_heads_are_concatenated").HEAD_COUNTS
 
 
 @fact
@@ -101,22 +91,31 @@ def minimind2_heads_and_slices():
 @fact
 def toy_layer_sizes():
     """`T = 4` tokens of `C = 8` features, `H = 2` heads of `D = 4`."""
-    T, C, H = map(int, re.search(r"^T, C, H = (\d+), (\d+), (\d+)$", code(), re.M).groups())
-    return T, C, H, C // H
+    toy = sources.run_cells("03", TOY_CELL, torch=__import__("torch"), print=lambda *a, **k: None)
+    return (*toy["x"].shape[1:], toy["H"], toy["D"])
+
+
+def _labelled():
+    """The cell's labelled tensor ([1, T, features], entry 10 t + feature) and its right split."""
+    import torch
+
+    cell = sources.run_cells("03", LABELLED_CELL, torch=torch, print=lambda *a, **k: None)
+    return cell["labelled"], cell["right"]  # [1, T, H*D], [1, H, T, D]
 
 
 @fact
 def labelled_split_sizes():
     """3 tokens of 4 features, split into 2 heads of 2."""
-    tokens, heads, width = map(int, re.search(r"right = labelled\.view\(1, (\d+), (\d+), (\d+)\)", code()).groups())
-    return tokens, heads * width, heads, width
+    labelled, right = _labelled()
+    _, heads, tokens, width = right.shape
+    return tokens, labelled.shape[-1], heads, width
 
 
 @fact
 def labelled_heads_own_features():
-    """Head 0 owns features 0 and 1, head 1 owns features 2 and 3."""
-    _, heads, width = map(int, re.search(r"right = labelled\.view\(1, (\d+), (\d+), (\d+)\)", code()).groups())
-    return tuple(n for h in range(heads) for n in (h, *range(h * width, (h + 1) * width)))
+    """Head 0 owns features 0 and 1, head 1 owns features 2 and 3: read off the labels of token 0."""
+    _, right = _labelled()
+    return tuple(n for h in range(right.shape[1]) for n in (h, *right[0, h, 0].int().tolist()))
 
 
 @fact
@@ -138,25 +137,35 @@ def sharing_saves_three_quarters():
 
 @fact
 def topic_symbols():
-    K = exp3_defaults().symbols
-    assert re.search(rf"^K, SEQ = {K}, {exp3_defaults().tokens}$", code(), re.M)
+    K, tokens = sources.read("03", TOPIC_CELL, r"^K, SEQ = (\d+), (\d+)$")
+    assert (K, tokens) == (exp3_defaults().symbols, exp3_defaults().tokens), "the notebook's task is exp3's"
     return K
 
 
 @fact
 def topic_classes():
-    K = exp3_defaults().symbols
+    K = topic_symbols()
     return K, K, K * K
+
+
+def _topic_model() -> tuple[int, int]:
+    """(hidden size, training steps) of the notebook's topic model."""
+    hidden = sources.read("03", MODEL_CELL, r"config = mm\.MiniMindConfig\(hidden_size=(\d+),")
+    steps = sources.read("03", ONE_HEAD_CELL, r"^log_one = train\(.*steps=(\d+),")
+    return hidden, steps
 
 
 @fact
 def topic_model():
     """hidden size 64 and 2 heads of 32, trained for 300 steps (the notebook's code, as exp3's defaults)."""
     args = exp3_defaults()
-    assert f"steps={args.steps}" in code() and f"hidden_size={args.hidden}" in code()
-    return args.hidden, args.heads, args.hidden // args.heads, args.steps
+    hidden, steps = _topic_model()
+    assert (hidden, steps) == (args.hidden, args.steps), "the notebook's model is no longer exp3's"
+    return hidden, args.heads, hidden // args.heads, steps
 
 
 @fact
 def single_head_width():
-    return exp3_defaults().hidden
+    """The one-head model is the notebook's topic model with one head: the width of that head."""
+    assert "build_model(heads=1," in sources.cell("03", ONE_HEAD_CELL)
+    return _topic_model()[0]

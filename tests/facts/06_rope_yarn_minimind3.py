@@ -1,4 +1,4 @@
-"""Module 06's facts about YaRN on MiniMind-3's 96-wide heads beside MiniMind2's 64-wide ones (issue
+"""Module 06's facts about YaRN on MiniMind-3's 96-wide heads beside MiniMind2-Small's 64-wide ones (issue
 25): the boundary pairs, the kept, ramped and divided spans, from minimind_ref.rope, and transformers'
 own YaRN on the same configs. (A file of its own beside the module's others: the facts loader reads
 every file here.)"""

@@ -22,7 +22,7 @@ from labkit.roofline import (
     standard_elements,
 )
 
-CACHE_LENGTH = 32768  # MiniMind's max_position_embeddings: the longest cache its RoPE table allows
+CACHE_LENGTH = mm.MiniMindConfig().max_position_embeddings  # the longest cache MiniMind's RoPE table allows
 BY_NAME = {chip.name.split()[0]: chip for chip in CHIPS}
 SHAPES = {"MiniMind2-Small": mm.MiniMindConfig(), "MiniMind2": mm.MiniMindConfig.minimind2(),
           "MiniMind-3": mm.MiniMindConfig.minimind3()}

@@ -1,71 +1,79 @@
-"""Module 09's facts, measured on the committed tiny MiniMind with the same calls and prompts as
-the experiment scripts' defaults: its size and recipe (labkit.tiny_model, labkit.tiny_data), the head
-scores against an even spread, the ablations and the attention sink. Values from float32 inference
-carry quoting's INFERENCE_SPREAD. The tiny model's layer and head counts are module 01's facts.
+"""Module 09's facts, measured on the committed tiny MiniMind with the experiment scripts' own
+functions at their defaults: its size and recipe (labkit.tiny_model, labkit.tiny_data), the head
+scores (labkit.tiny_heads, as exp1 measures them) against exp1's even head, exp2's ablations, exp3's
+sink measurements, and the notebook's planted maps, run from its cells. Values from float32
+inference carry quoting's INFERENCE_SPREAD. The tiny model's layer and head counts are module 01's
+facts.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from functools import cache
 
 import torch
 from quoting import INFERENCE_SPREAD
 
-from facts import fact
+from facts import fact, once, sources
 from labkit import tiny_data as td
 from labkit import tiny_heads as th
 from labkit import tiny_model as tm
 
-SPAN = 24  # n: the repeated span of exp1's and the notebook's prompts
+PLANTED_CELL = "95680131"  # the three planted maps, n = 4
+TABLE_CELL = "201c280c"  # their three scores, and an even head's
+SPREAD_WHY = ("float32 inference: its spread across machines, quoting.INFERENCE_SPREAD (1e-5, ten times the "
+              "1.2e-6 that python -m facts.spread measures)")
 
 
-@cache
+def head_scores_defaults() -> dict[str, int]:
+    """measure_head_scores' prompts and span n: what exp1 and the notebook's checks measure on."""
+    return {name: p.default for name, p in inspect.signature(th.measure_head_scores).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def span() -> int:
+    return head_scores_defaults()["span"]
+
+
+@once
 def model():
     torch.set_num_threads(1)
     return tm.load_tiny_model()[0]
 
 
-@cache
+@once
 def scores():
     return th.measure_head_scores(model())  # exp1: 16 prompts, n = 24
 
 
-@cache
-def measured() -> dict[str, float]:
-    """What exp2 and exp3 measure with their defaults (seed 0)."""
-    probe = th.repeated_probe(32, SPAN, seed=1000)  # exp2's prompts
-
-    def without(heads, mode):
-        with th.ablated(model(), heads, mode):
-            return th.repeat_loss(model(), probe, SPAN)
-
-    spans = th.repeated_probe(16, SPAN, seed=0)  # exp3's prompts
-    code = th.attention_weights(model(), th.text_probe(16, 64, seed=0)).mean(0)
-    sink = scores().sink_head
-    return {
-        "intact": th.repeat_loss(model(), probe, SPAN),
-        "without_previous": without([scores().previous_token_head], "mean"),
-        "without_inductions": without(scores().induction_heads(), "mean"),
-        "zero_0_2": without([(0, 2)], "zero"),
-        "mean_0_2": without([(0, 2)], "mean"),
-        "sink_on_code": th.first_token_scores(code)[sink].item(),
-        "sink_without_bos": th.first_token_scores(th.attention_weights(model(), spans[:, 1:]).mean(0))[sink].item(),
-    }
+@once
+def ablations() -> dict:
+    """What exp2 measures with its defaults (seed 0): the loss intact and with heads switched off."""
+    args = sources.defaults("09", "exp2_ablate_induction")
+    return sources.experiment("09", "exp2_ablate_induction").switch_each_head_off(model(), 0, args.span, args.count)
 
 
-def even_scores(span: int) -> tuple[float, float, float]:
-    """(previous-token, induction, first-token) scores of a head spread evenly over 2 span + 1 tokens."""
-    T = 2 * span + 1
-    even = torch.tril(torch.ones(T, T, dtype=torch.float64))
-    even = even / even.sum(-1, keepdim=True)
-    return (th.previous_token_scores(even).item(), th.induction_scores(even, span).item(),
-            th.first_token_scores(even).item())
+@once
+def sinks() -> dict[str, float]:
+    """What exp3 measures with its defaults (seed 0) on the sink head: on code, and without BOS."""
+    args = sources.defaults("09", "exp3_attention_sinks")
+    sink = th.measure_head_scores(model(), seed=0, count=args.count, span=args.span).sink_head
+    spans = th.repeated_probe(args.count, args.span, seed=0)
+    code = th.attention_weights(model(), th.text_probe(args.count, args.code_length, seed=0)).mean(0)
+    return {"on_code": th.first_token_scores(code)[sink].item(),
+            "without_bos": th.first_token_scores(th.attention_weights(model(), spans[:, 1:]).mean(0))[sink].item()}
 
 
-def even_previous(T: int) -> float:
-    even = torch.tril(torch.ones(T, T, dtype=torch.float64))
-    return th.previous_token_scores(even / even.sum(-1, keepdim=True)).item()
+def even_scores(n: int) -> dict[str, float]:
+    """exp1's yardstick: the three scores of a head spread evenly over 2 n + 1 tokens."""
+    return sources.experiment("09", "exp1_head_scores").even_head_scores(n)
+
+
+@once
+def planted() -> dict:
+    """The notebook's planted maps and the table of their scores, an even head's in the last row."""
+    return sources.run_cells("09", PLANTED_CELL, TABLE_CELL, torch=torch, th=th, print=lambda *a, **k: None,
+                             show_heatmaps=lambda *a, **k: None)
 
 
 # ------------------------------------------------------------------------ the model and training
@@ -139,7 +147,7 @@ def tiny_checkpoint_mb():
     return tm.load_report()["bytes"] / 1e6
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def tiny_held_out_loss():
     """(held-out loss, 257, ln 257): the report's loss against a uniform guess."""
     return tm.load_report()["held_out_loss"], td.VOCAB_SIZE, math.log(td.VOCAB_SIZE)
@@ -150,7 +158,7 @@ def tiny_prefix_steps():
     return tm.PREFIX_STEPS
 
 
-@fact(tolerance=0.5)
+@fact
 def tiny_training_minutes():
     """The training time measured when the committed checkpoint was made, in minutes."""
     return tm.load_report()["training"]["wall_seconds"] / 60
@@ -161,21 +169,22 @@ def tiny_training_minutes():
 
 @fact
 def even_head_scores():
-    """(previous-token, induction, first-token, n) of the even yardstick on exp1's prompts."""
-    return (*even_scores(SPAN), SPAN)
+    """(previous-token, induction, first-token, n) of exp1's even yardstick on its prompts."""
+    n = sources.defaults("09", "exp1_head_scores").span
+    assert n == span(), "exp1 measures on the prompts of measure_head_scores"
+    even = even_scores(n)
+    return even["previous"], even["induction"], even["first"], n
 
 
 @fact
 def head_scores_prompts():
     """(prompts, n) of exp1 and the notebook's checks: measure_head_scores' defaults."""
-    prompts, span = th.measure_head_scores.__defaults__[1:3]
-    assert span == SPAN
-    return prompts, span
+    return head_scores_defaults()["count"], span()
 
 
 @fact
 def head_scores_prompt_count():
-    return th.measure_head_scores.__defaults__[1]
+    return head_scores_defaults()["count"]
 
 
 @fact
@@ -183,7 +192,7 @@ def previous_token_head_layer():
     return scores().previous_token_head[0]
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def previous_token_head_score():
     return scores().previous[scores().previous_token_head].item()
 
@@ -200,64 +209,61 @@ def induction_heads_layer():
     return layer
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def induction_head_score_range():
     values = sorted(scores().induction[h].item() for h in scores().induction_heads())
     return values[0], values[-1]
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def sink_head_bos_weight():
     return scores().first[scores().sink_head].item()
 
 
-@fact
+@fact(below=True, spread=INFERENCE_SPREAD, why="'below 0.25': a bound above the highest other score; " + SPREAD_WHY)
 def other_heads_below():
-    """Every head but the previous-token and induction heads scores below this on both."""
+    """The highest previous-token or induction score of every head but those named."""
     s = scores()
     named = {s.previous_token_head, *s.induction_heads()}
     layers, heads = s.previous.shape
-    others = [max(s.previous[i, j].item(), s.induction[i, j].item())
-              for i in range(layers) for j in range(heads) if (i, j) not in named]
-    assert max(others) < 0.25
-    return 0.25
+    return max(max(s.previous[i, j].item(), s.induction[i, j].item())
+               for i in range(layers) for j in range(heads) if (i, j) not in named)
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def previous_token_head_vs_even():
-    return scores().previous[scores().previous_token_head].item() / even_scores(SPAN)[0]
+    return scores().previous[scores().previous_token_head].item() / even_scores(span())["previous"]
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def induction_heads_vs_even():
-    return min(scores().induction[h].item() for h in scores().induction_heads()) / even_scores(SPAN)[1]
+    return min(scores().induction[h].item() for h in scores().induction_heads()) / even_scores(span())["induction"]
 
 
 @fact
 def planted_induction_first_token_score():
-    """The planted induction map of n = 4 parks half its queries on BOS."""
-    n, T = 4, 9
-    planted = torch.zeros(T, T)
-    planted[: n + 1, 0] = 1
-    second = torch.arange(n + 1, T)
-    planted[second, second - n + 1] = 1
-    return th.first_token_scores(planted).item()
+    """The notebook's planted induction map parks half its queries on BOS: its first-token score, from
+    the notebook's own table (rows: previous, induction, sink, even; columns: previous, induction,
+    first)."""
+    return planted()["table"][1, 2].item()
 
 
 # -------------------------------------------------------------------------- ablations, sinks
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def repeat_loss_intact():
-    return measured()["intact"]
+    return ablations()["intact"]
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def repeat_loss_without_copying():
-    """Without the previous-token head, or without every induction head: the same loss, to 0.1."""
-    m = measured()
-    assert round(m["without_previous"], 1) == round(m["without_inductions"], 1)
-    return m["without_inductions"]
+    """Without the previous-token head, or without every induction head (mean ablation): the same
+    loss, to 0.1."""
+    found = ablations()
+    without_previous, without_inductions = found["mean"][found["previous"]], found["all_induction"]["mean"]
+    assert round(without_previous, 1) == round(without_inductions, 1)
+    return without_inductions
 
 
 @fact
@@ -266,39 +272,59 @@ def probe_characters():
     return len(td.PRINTABLE), len(td.PRINTABLE), math.log(len(td.PRINTABLE))
 
 
-@fact(spread=INFERENCE_SPREAD)
+def _zeroed_head() -> tuple[int, int]:
+    """'head 0.2': outside the circuit, the head whose zero ablation breaks copying most."""
+    found = ablations()
+    outside = [h for h in found["heads"] if not found["role"][h]]
+    head = max(outside, key=found["zero"].get)
+    assert head == (0, 2), f"the head zero ablation misleads on is now {head}, not the guide's 0.2"
+    return head
+
+
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def repeat_loss_zeroing_0_2():
-    return measured()["zero_0_2"]
+    return ablations()["zero"][_zeroed_head()]
 
 
 @fact
 def mean_ablating_0_2_changes_nothing():
-    return measured()["mean_0_2"] < 0.05
+    """Mean-ablated, head 0.2 leaves the loss within 0.05 of the intact model's (exp2's own
+    'harmless' is 0.5)."""
+    found = ablations()
+    return abs(found["mean"][_zeroed_head()] - found["intact"]) < 0.05
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def sink_on_code():
-    return measured()["sink_on_code"]
+    return sinks()["on_code"]
 
 
-@fact(spread=INFERENCE_SPREAD)
+@fact(spread=INFERENCE_SPREAD, why=SPREAD_WHY)
 def sink_without_bos():
-    return measured()["sink_without_bos"]
+    return sinks()["without_bos"]
+
+
+def _prompt_tokens() -> int:
+    """Tokens in each prompt of the measured scores (BOS and the span twice), counted on the prompts."""
+    return th.repeated_probe(head_scores_defaults()["count"], span()).shape[-1]
 
 
 @fact
 def even_previous_long_and_short():
-    """(tokens, previous-token score of an even head over them) for exp1's prompts, then 9 tokens."""
-    return 2 * SPAN + 1, even_scores(SPAN)[0], even_previous(9), 9
+    """(tokens, previous-token score of an even head over them) for exp1's prompts, then for the
+    notebook's planted maps."""
+    table = planted()
+    return _prompt_tokens(), even_scores(span())["previous"], table["table"][3, 0].item(), table["T_toy"]
 
 
 @fact
 def even_previous_nine_tokens():
-    """(tokens, previous-token score of an even head over them): the planted maps' length, n = 4."""
-    return 9, even_previous(9)
+    """(tokens, previous-token score of an even head over them) of the notebook's planted maps."""
+    table = planted()
+    return table["T_toy"], table["table"][3, 0].item()
 
 
 @fact
 def head_scores_prompt_tokens():
     """Tokens in each prompt of the measured scores: BOS and the span twice."""
-    return 2 * SPAN + 1
+    return _prompt_tokens()

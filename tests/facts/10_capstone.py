@@ -5,13 +5,12 @@ measurements, the q/k norm bound from minimind_ref's RMSNorm."""
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import torch
 from experiment_scripts import load_experiment
 
 import minimind_ref as mm
-from facts import fact
+from facts import fact, once
 from labkit.grader import BY_KEY, CATALOGUE, LADDER, STAGE, grade, stage_number
 from labkit.grader.compare import first_difference
 from labkit.grader.ladder import BASE, TOLERANCE, model_episodes, run_model, stage_inputs
@@ -19,7 +18,7 @@ from labkit.grader.ladder import BASE, TOLERANCE, model_episodes, run_model, sta
 CONFIG = mm.MiniMindConfig(**BASE)
 
 
-@cache
+@once
 def ladder_order():
     """exp2's measurements: each stage's operation count and what stage 10 alone misses."""
     exp2 = load_experiment("10", "exp2_ladder_order")
@@ -151,7 +150,7 @@ def tiled_heads_fail_at_stage_and_head():
     return stage_number(STAGE[BY_KEY["repeat_tiled"].stage]), difference.where["head"]
 
 
-@cache
+@once
 def _top_left():
     difference = grade(BY_KEY["top_left_causal"].plant, quiet=True).difference
     assert abs(difference.actual - 1.0) < 1e-6  # weight 1 on key 0

@@ -17,7 +17,7 @@ the root README and in every notebook's Markdown cells, computes each fact once,
   (absolute) or `rel=` (relative) replace the rounding rule for a number that is quoted loosely
   ("about 100 MiB"). `spread=` (relative) is the value's spread across machines (float32
   arithmetic, training): the written digits must hold for every value within it, or the text
-  quotes more digits than a learner's machine can promise.
+  quotes more digits than a learner's machine can promise. `below=` and `magnitude=` are below.
 - a tuple of numbers: the marked text holds as many numbers, compared in order with the same rule
   (`3.2 to 4.1`, `` `[B, 8, T, 64]` `` → (8, 64)).
 - a claim (a bool): it must be True; the marked text is the sentence or phrase it supports, not
@@ -27,6 +27,28 @@ the root README and in every notebook's Markdown cells, computes each fact once,
   shape); a tuple of strings: the marked text names each, in order ("1279a616 and c090b69c").
   Mark the language-neutral token, not the sentence around it: a Chinese guide marks the same
   facts with the same names and must write the same token.
+
+A fact is computed from what its sentence is about, as a learner would check it: a count read off
+minimind_ref, a measurement of labkit's code, an experiment script's constant, default or function
+(`sources.experiment`), a notebook's cell read by its id (`sources.cell`, `sources.run_cells`), a
+data file. Never a constant typed in, and never a closed form where the sentence states what code
+does. tests/course/test_facts_construction.py fails on a fact that returns a literal or reads
+nothing from the project, and tests/course/test_fact_sabotage.py changes the code behind each
+module's facts and checks that they fail. A measurement that costs time is computed once per
+session with `@once` (not functools.cache: the sabotage suite clears every `@once` with `forget()`).
+
+Every comparison looser than the rounding rule says why, beside it (`why=`): the spread measured
+across machines (`python -m facts.spread NAME`, under last-bit noise and the stand-ins of `make
+portability`), or how loosely the sentence quotes. The options:
+
+- `tolerance=` (absolute) or `rel=` (relative): a number quoted loosely ("about 3,200"); a tuple
+  gives one per number of a tuple fact (None: the rounding rule for that one);
+- `spread=` (relative): the value's spread across machines, anything from value / (1 + spread) to
+  value x (1 + spread); the digits written must hold for every value within it;
+- `below=True`: the marked number is a bound the measured value stays under ("below 1e-6"): it must
+  be above the value (and every value within `spread`) and at most ten times it, or it says nothing;
+- `magnitude=True`: the marked number is the value's order of magnitude ("about 1e-5"): the power
+  of ten nearest to it, for every value within `spread`.
 
 Rewording a sentence around a marker changes nothing; changing the code so that a value changes
 fails the test, naming the file, the line, the sentence, the text written and the value computed.
@@ -39,6 +61,7 @@ fine; a comment inside backticks or `$...$` would be shown).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import re
@@ -46,9 +69,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FACTS", "Fact", "Marker", "fact", "find_markers", "mismatch", "numbers_in"]
+__all__ = ["FACTS", "Fact", "Marker", "fact", "find_markers", "forget", "mismatch", "numbers_in", "once"]
 
 FACTS: dict[str, Fact] = {}
+
+Tolerance = float | tuple[float | None, ...] | None
 
 
 @dataclass(frozen=True)
@@ -56,14 +81,19 @@ class Fact:
     name: str
     compute: Callable[[], object]
     module: str  # the facts file that defines it, for messages
-    tolerance: float | None = None
-    rel: float | None = None
+    tolerance: Tolerance = None
+    rel: Tolerance = None
     spread: float | None = None
+    below: bool = False
+    magnitude: bool = False
+    why: str | None = None  # why a comparison looser than the rounding rule is right
 
 
-def fact(function: Callable | None = None, *, tolerance: float | None = None, rel: float | None = None,
-         spread: float | None = None):
-    """Register `function` as the fact named like it. Used bare (`@fact`) or with options."""
+def fact(function: Callable | None = None, *, tolerance: Tolerance = None, rel: Tolerance = None,
+         spread: float | None = None, below: bool = False, magnitude: bool = False, why: str | None = None):
+    """Register `function` as the fact named like it. Used bare (`@fact`) or with options, each of
+    which needs its reason, `why=` (the spread measured across machines, or how loosely the sentence
+    quotes the number)."""
 
     def register(function: Callable) -> Callable:
         name = function.__name__
@@ -71,10 +101,35 @@ def fact(function: Callable | None = None, *, tolerance: float | None = None, re
         if name in FACTS:
             raise ValueError(f"fact {name!r} is defined twice: in tests/facts/{FACTS[name].module}.py and "
                              f"tests/facts/{module}.py; names are shared by every guide, so rename one")
-        FACTS[name] = Fact(name, function, module, tolerance, rel, spread)
+        loose = {"tolerance": tolerance, "rel": rel, "spread": spread, "below": below, "magnitude": magnitude}
+        if any(v not in (None, False) for v in loose.values()) and not (why and why.strip()):
+            options = ", ".join(k for k, v in loose.items() if v not in (None, False))
+            raise ValueError(f"fact {name!r} (tests/facts/{module}.py) compares with {options} but says not why: "
+                             f"give why='...', the spread measured across machines (python -m facts.spread "
+                             f"{name}) or how loosely the sentence quotes the number")
+        FACTS[name] = Fact(name, function, module, tolerance, rel, spread, below, magnitude, why)
         return function
 
     return register(function) if function is not None else register
+
+
+# ---------------------------------------------------------------------------- measured once
+
+_MEASUREMENTS: list = []
+
+
+def once(function: Callable) -> Callable:
+    """`functools.cache`, remembered so that `forget()` can clear it: a measurement that several
+    facts share is made once per session, and again after the sabotage suite changed the code."""
+    cached = functools.cache(function)
+    _MEASUREMENTS.append(cached)
+    return cached
+
+
+def forget() -> None:
+    """Clear every measurement made with `@once` (the sabotage suite calls it around each change)."""
+    for cached in _MEASUREMENTS:
+        cached.cache_clear()
 
 
 # ---------------------------------------------------------------------------- markers in the text
@@ -166,9 +221,18 @@ def numbers_in(text: str) -> list[Written]:
     return found
 
 
-def _matches(written: Written, computed: float, rule: Fact) -> bool:
-    if rule.tolerance is not None or rule.rel is not None:
-        allowed = max(rule.tolerance or 0.0, (rule.rel or 0.0) * abs(computed))
+def _one(option: Tolerance, index: int) -> float | None:
+    return option[index] if isinstance(option, tuple) else option
+
+
+def _matches(written: Written, computed: float, rule: Fact, index: int = 0) -> bool:
+    if rule.below:
+        return computed < written.value <= 10 * computed
+    if rule.magnitude:
+        return computed > 0 and written.value == 10.0 ** round(math.log10(computed))
+    tolerance, rel = _one(rule.tolerance, index), _one(rule.rel, index)
+    if tolerance is not None or rel is not None:
+        allowed = max(tolerance or 0.0, (rel or 0.0) * abs(computed))
         return abs(written.value - computed) <= allowed * (1 + 1e-12)
     if isinstance(computed, int) and written.is_integer:
         return written.value == computed
@@ -192,16 +256,24 @@ def mismatch(rule: Fact, computed: object, written: str) -> str | None:
     numbers = numbers_in(written)
     if len(numbers) != len(values):
         return f"the text holds {len(numbers)} number(s), the fact computes {len(values)}: {computed!r}"
-    for number, value in zip(numbers, values, strict=True):
+    for index, (number, value) in enumerate(zip(numbers, values, strict=True)):
         if isinstance(value, float) and not math.isfinite(value):
             return f"fact {rule.name} computed {value!r}: write it as a string fact"
-        if not _matches(number, value, rule):
-            return f"computed {value!r}"
+        if not _matches(number, value, rule, index):
+            kind = " (a bound: above the value, at most ten times it)" if rule.below else \
+                " (its power of ten)" if rule.magnitude else ""
+            return f"computed {value!r}{kind}"
         if rule.spread:
-            for nearby in (value * (1 - rule.spread), value * (1 + rule.spread)):
-                if not _matches(number, nearby, rule):
+            # another machine computes anything from value / (1 + spread) to value * (1 + spread); a bound
+            # must stay above the largest, a quoted number hold for both
+            nearby_values = [value * (1 + rule.spread)] if rule.below else [value / (1 + rule.spread),
+                                                                          value * (1 + rule.spread)]
+            for nearby in nearby_values:
+                fits = number.value > nearby if rule.below else _matches(number, nearby, rule, index)
+                if not fits:
                     return (f"computed {value!r}, but another machine may compute {nearby!r} (relative spread "
-                            f"{rule.spread:g}), which does not round to what is written: quote fewer digits")
+                            f"{rule.spread:g}), which does not match what is written: "
+                            + ("quote a looser bound" if rule.below else "quote fewer digits"))
     return None
 
 
