@@ -20,7 +20,10 @@ datasheets print BF16 "with sparsity", twice the dense rate, and say so in a foo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from .arguments import real, shown, whole
 
 BYTES_PER_ELEMENT = 2  # bf16 / fp16, as on the GPU
 SOFTMAX_OPS_PER_SCORE = 5  # max, subtract, exp, sum, divide: on the vector units, not the tensor cores
@@ -33,6 +36,11 @@ class Chip:
     hbm_bytes_per_s: float
     sms: int  # streaming multiprocessors: how many thread blocks run at once, one per SM at least
     source: str
+
+    def __post_init__(self):
+        real("Chip", "bf16_flops_sparse", self.bf16_flops_sparse, low=0, low_open=True)
+        real("Chip", "hbm_bytes_per_s", self.hbm_bytes_per_s, low=0, low_open=True)
+        whole("Chip", "sms", self.sms, low=1)
 
     @property
     def bf16_flops(self) -> float:
@@ -60,10 +68,17 @@ CHIPS: tuple[Chip, ...] = (
 )
 
 
+def _sizes(where: str, query_len: object, key_len: object, head_dim: object, group: object) -> tuple[int, ...]:
+    """The four sizes as ints of at least 1: a count of queries, keys, dimensions or heads is whole
+    (a text '3' would repeat strings, 2.5 would count half a key, NaN would count nothing)."""
+    return tuple(whole(where, name, value, low=1) for name, value in
+                 (("query_len", query_len), ("key_len", key_len), ("head_dim", head_dim), ("group", group)))
+
+
 def attention_steps(query_len: int, key_len: int, head_dim: int, group: int = 1) -> dict[str, tuple[int, int]]:
     """Algorithm 0, one kernel per line, for one key/value head and the `group` query heads that
-    share it: {line: (operations, HBM elements read + written)}."""
-    t, s, d, g = query_len, key_len, head_dim, group
+    share it: {line: (operations, HBM elements read + written)}. Every size is an int of at least 1."""
+    t, s, d, g = _sizes("attention_steps", query_len, key_len, head_dim, group)
     return {
         "S = Q K^T": (2 * g * t * s * d, g * t * d + s * d + g * t * s),  # read Q, K; write S
         "P = softmax(S)": (SOFTMAX_OPS_PER_SCORE * g * t * s, 2 * g * t * s),  # read S; write P
@@ -73,18 +88,31 @@ def attention_steps(query_len: int, key_len: int, head_dim: int, group: int = 1)
 
 def matmul_flops(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
     """The tensor-core work of attention: Q K^T and P V, 4 T S D per query head."""
-    return 4 * group * query_len * key_len * head_dim
+    t, s, d, g = _sizes("matmul_flops", query_len, key_len, head_dim, group)
+    return 4 * g * t * s * d
 
 
 def standard_elements(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
+    """HBM elements standard attention moves: the three lines of attention_steps added up."""
+    _sizes("standard_elements", query_len, key_len, head_dim, group)
     return sum(elements for _, elements in attention_steps(query_len, key_len, head_dim, group).values())
 
 
 def fused_accesses(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
     """HBM elements a kernel that keeps the scores on chip must move: Q, K, V in, O out."""
-    return 2 * group * query_len * head_dim + 2 * key_len * head_dim
+    t, s, d, g = _sizes("fused_accesses", query_len, key_len, head_dim, group)
+    return 2 * g * t * d + 2 * s * d
 
 
 def intensity(flops: float, elements: float) -> float:
-    """FLOPs per byte moved."""
-    return flops / (elements * BYTES_PER_ELEMENT)
+    """FLOPs per byte moved. flops: at least 0; elements: more than 0 (finite numbers, ints or floats)."""
+    real("intensity", "flops", flops, low=0)
+    real("intensity", "elements", elements, low=0, low_open=True)
+    try:
+        ratio = flops / (elements * BYTES_PER_ELEMENT)  # ints divided exactly, then rounded once
+    except OverflowError:
+        ratio = math.inf
+    if not math.isfinite(ratio):
+        raise ValueError(f"intensity: flops / elements is too large for a float, got {shown(flops)} / "
+                         f"{shown(elements)}: is elements a count of elements, not of gigabytes?")
+    return ratio

@@ -38,6 +38,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .arguments import flag
+
 MINIMIND2_COMMIT = "9d898576"
 FIX_COMMIT = "1279a616"
 MINIMIND3_COMMITS = ("101d7df2", "dddedc68")
@@ -57,13 +59,60 @@ def _pad_scores(attention_mask: torch.Tensor) -> torch.Tensor:
     return (1.0 - attention_mask[:, None, None, :]) * UPSTREAM_FILL
 
 
+def _check(where: str, q, k, v, cached, flash, attention_mask) -> None:
+    """What upstream's attention has at this point, or a named error: q [B, H, T, D], k and v
+    [B, H, past + T, D] after the key/value heads are repeated, floating point; upstream's mask
+    [B, past + T] of integers 1 (token) and 0 (pad); `cached` and `flash` True or False."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}: {name} must be a tensor, got {type(t).__name__}.")
+        if t.dim() != 4:
+            raise ValueError(f"{where}: {name} must be 4-D [batch, heads, tokens, head_dim], as upstream's attention "
+                             f"has it after the heads are split, got shape {tuple(t.shape)}"
+                             f"{' (add the batch dimension: x[None])' if t.dim() == 3 else ''}.")
+        if not t.is_floating_point():
+            raise TypeError(f"{where}: {name} must be floating point (float32, float16 or bfloat16, as the model "
+                            f"runs), got {t.dtype}: convert it with .float().")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"{where}: q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}.")
+    if k.shape[:3] != v.shape[:3]:
+        raise ValueError(f"{where}: k and v must be [B, H, past + T, D] alike, got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}.")
+    if q.shape[:2] != k.shape[:2] or q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"{where}: q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch, heads and "
+                         f"head_dim (upstream repeats the key/value heads before this point: repeat_kv).")
+    if q.shape[2] < 1:
+        raise ValueError(f"{where}: q must hold at least one new token, got shape {tuple(q.shape)}.")
+    if k.shape[2] < q.shape[2]:
+        raise ValueError(f"{where}: k and v hold the past + T tokens, so at least q's T = {q.shape[2]}, "
+                         f"got {k.shape[2]}.")
+    for name, value in (("cached", cached), ("flash", flash)):
+        flag(where, name, value)
+    if attention_mask is None:
+        return
+    if not isinstance(attention_mask, torch.Tensor) or attention_mask.is_floating_point() \
+            or attention_mask.dtype in (torch.bool, torch.complex64, torch.complex128):
+        kind = attention_mask.dtype if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
+        raise TypeError(f"{where}: attention_mask must be upstream's integer tensor of 1 (token) and 0 (pad), as "
+                        f"its tokenizer returns it, got {kind}: convert it with .long().")
+    if tuple(attention_mask.shape) != (k.shape[0], k.shape[2]):
+        raise ValueError(f"{where}: attention_mask must be [B, past + T] = [{k.shape[0]}, {k.shape[2]}], one entry "
+                         f"per cached and new token, got {tuple(attention_mask.shape)}.")
+    if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+        raise ValueError(f"{where}: attention_mask must hold only 1 (token) and 0 (pad), got the values "
+                         f"{sorted(set(attention_mask.unique().tolist()))[:6]}.")
+
+
 def _has_pads(attention_mask: torch.Tensor | None) -> bool:
     return attention_mask is not None and not bool(torch.all(attention_mask == 1))
 
 
 def minimind2_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cached: bool,
                         flash: bool, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """MiniMind2's branch choice and masks (commit 9d898576). `cached`: a cache held earlier tokens."""
+    """MiniMind2's branch choice and masks (commit 9d898576). `cached`: a cache held earlier tokens.
+    Upstream's own shape error is kept: its explicit path raises RuntimeError for a step of several
+    tokens after a cache (a [T, T] mask onto [T, past + T] scores)."""
+    _check("minimind2_attention", q, k, v, cached, flash, attention_mask)
     query_len = q.shape[-2]
     if flash and query_len > 1 and not _has_pads(attention_mask):  # is_causal=True is top-left
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -78,6 +127,7 @@ def minimind3_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache
                         flash: bool, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
     """MiniMind-3's branch choice and masks (commit 1279a616, unchanged at dddedc68); its padding
     mask as the release (101d7df2) writes it, in place, unchanged at dddedc68 and the newest commit."""
+    _check("minimind3_attention", q, k, v, cached, flash, attention_mask)
     query_len = q.shape[-2]
     if flash and query_len > 1 and not cached and not _has_pads(attention_mask):  # top-left is bottom-right
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
