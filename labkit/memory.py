@@ -147,7 +147,7 @@ class BytesWritten(TorchDispatchMode):
                 self.allocations += _address(t) != before[id(t)] and _address(t) != 0  # an out= tensor resized
             return out
         inputs = {_address(t) for t in _tensors(tree_flatten((args, kwargs))[0])} - {0}
-        for result, returned in zip(_returns(out), func._schema.returns):
+        for result, returned in _returns(func, out):
             if returned.alias_info is not None or result.device.type == "meta" or _address(result) in inputs:
                 continue  # an alias of an input (lift_fresh, _unsafe_view of a fresh copy), or no memory
             self.bytes += _nbytes(result)
@@ -171,10 +171,11 @@ def _tensors(value) -> list[torch.Tensor]:
     return []
 
 
-def _returns(out) -> list[torch.Tensor]:
-    """One entry per declared return (a list of tensors counts as one: cat's out, split's parts)."""
+def _returns(func, out) -> list[tuple[torch.Tensor, object]]:
+    """Each tensor the op returned, with its declared return (a list return, cat's parts or
+    _foreach_add's, gives each of its tensors)."""
     items = out if isinstance(out, tuple) else (out,)
-    return [item for item in items if isinstance(item, torch.Tensor)]
+    return [(t, returned) for item, returned in zip(items, func._schema.returns) for t in _tensors(item)]
 
 
 def _address(t: torch.Tensor) -> int:

@@ -205,3 +205,13 @@ def test_shape_only_ops_and_aliases_write_nothing():
     with TensorMemory() as memory:
         doubled = sparse * 2
     assert memory.peak == 2 * 2 * 8 + 2 * 4 and doubled.is_sparse
+
+
+def test_ops_on_lists_of_tensors_are_charged_for_each():
+    """An optimiser's step runs _foreach ops: a list in, a list out (or each written in place)."""
+    params = [torch.ones(4), torch.ones(2, 3)]
+    counter = BytesWritten()
+    with counter:
+        torch._foreach_add(params, 1.0)   # two new tensors: 16 + 24 bytes
+        torch._foreach_mul_(params, 2.0)  # both written in place
+    assert (counter.bytes, counter.allocations) == (2 * (16 + 24), 2)
