@@ -49,14 +49,20 @@ TOP_K_MOST = 10  # the top-keys box's largest value: more keys than that no long
 def top_keys(row: torch.Tensor, labels: Sequence[str], k: int = 3) -> list[tuple[int, str, float]]:
     """The k keys one query weighs most: [(position, label, weight)], largest first (all S of them
     when k > S). row: [S], real numbers."""
-    if not isinstance(row, torch.Tensor) or row.is_complex() or row.device.type == "meta":
-        kind = f"a {row.dtype} tensor on {row.device.type}" if isinstance(row, torch.Tensor) else type(row).__name__
-        raise TypeError(f"top_keys: row must be a tensor of real weights [S], got {kind}.")
+    if not isinstance(row, torch.Tensor) or row.is_complex() or row.device.type == "meta" \
+            or row.layout != torch.strided or row.is_nested:
+        kind = (f"a {row.dtype} tensor on {row.device.type}" + ("" if row.layout == torch.strided and not row.is_nested
+                                                                 else ", not dense")
+                if isinstance(row, torch.Tensor) else type(row).__name__)
+        raise TypeError(f"top_keys: row must be a dense tensor of real weights [S], got {kind}.")
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence):
+        raise TypeError(f"top_keys: labels must be a list of the keys' labels, one per weight, got "
+                        f"{type(labels).__name__} {shown(labels)}.")
     if row.dim() != 1 or row.shape[0] != len(labels):
-        raise ValueError(f"row must be one query's weights [S] with S = len(labels) = {len(labels)}, "
+        raise ValueError(f"top_keys: row must be one query's weights [S] with S = len(labels) = {len(labels)}, "
                          f"got shape {tuple(row.shape)}.")
     k = min(whole("top_keys", "k", k, low=1), row.shape[0])
-    weights, positions = torch.topk(row.float(), k)  # ties: the earlier position first, as topk returns it
+    weights, positions = torch.topk(row.detach().float(), k)  # ties: the earlier position first, as topk returns it
     return [(int(p), labels[int(p)], float(w)) for w, p in zip(weights, positions)]
 
 
@@ -122,16 +128,26 @@ class AttentionExplorer(widgets.VBox):
     def _ids(self, prompt: str) -> list[int] | None:
         """The prompt's token ids, cut to max_tokens; None when it has none."""
         try:
-            ids = list(self.tokenizer.encode(prompt))[: self.max_tokens]
+            encoded = self.tokenizer.encode(prompt)
         except UnicodeError as error:  # a lone surrogate ('\ud800') has no UTF-8 bytes
             raise ValueError(f"explore: the prompt cannot be encoded ({error.reason}); type it again.") from None
-        return ids or None
+        if isinstance(encoded, torch.Tensor) and encoded.dim() == 1:
+            encoded = encoded.tolist()
+        if not isinstance(encoded, (list, tuple)):
+            raise TypeError(f"explore: tokenizer.encode(prompt) must return a list of token ids, got "
+                            f"{type(encoded).__name__} {shown(encoded)}.")
+        ids = list(encoded)[: self.max_tokens]
+        vocab = getattr(self.model.config, "vocab_size", None)
+        for i in ids:  # the model's own check would name input_ids, which the learner never passed
+            whole("explore", "each token id tokenizer.encode(prompt) returns", i, low=0,
+                  high=vocab - 1 if isinstance(vocab, int) else None)
+        return [int(i) for i in ids] or None
 
     def _new_prompt(self) -> None:
         """The text box changed: recompute, or say why not and keep showing the last prompt's maps."""
         try:
             ids = self._ids(self.prompt.value)
-        except ValueError as error:
+        except (TypeError, ValueError) as error:
             ids, why = None, str(error)
         else:
             why = tr("This prompt has no tokens: type at least one character.")
@@ -258,6 +274,10 @@ def _config_of(model: Any) -> Any:
                ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")):
         raise TypeError(f"explore: model must be a MiniMind model (MiniMindForCausalLM, or load_tiny_model()'s), "
                         f"got {type(model).__name__}.")
+    if any(p.device.type == "meta" for p in model.parameters()):
+        raise ValueError("explore: model is on the meta device: it has shapes but no weights to attend with; "
+                         "load its weights first (load_tiny_model(), or model.to_empty(device='cpu') and a "
+                         "state dict).")
     return config
 
 

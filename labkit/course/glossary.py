@@ -90,6 +90,10 @@ def load_glossary(root: Path | None = None) -> list[Term]:
     except json.JSONDecodeError as error:
         raise GlossaryError(f"{GLOSSARY_JSON} is not valid JSON: {error.msg} at line {error.lineno}, "
                          f"column {error.colno}.") from None
+    except (ValueError, RecursionError) as error:  # an integer of thousands of digits, arrays nested past the stack
+        raise GlossaryError(f"{GLOSSARY_JSON} is JSON Python cannot read: {str(error)[:120]}.") from None
+    except OSError as error:  # unreadable: permissions, a loop of links, a device
+        raise GlossaryError(f"{GLOSSARY_JSON} cannot be read: {error.strerror or error}.") from None
     if not isinstance(data, dict) or not isinstance(data.get("terms"), list):
         raise GlossaryError(f'{GLOSSARY_JSON} must be an object with a list "terms": [{{"term": ..., ...}}, ...].')
     terms, problems, seen = [], [], {}

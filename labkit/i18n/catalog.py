@@ -114,17 +114,20 @@ class Catalog:
 
 
 def _shown(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
+    try:  # the folder resolved, not the file: a catalog that is a link (to itself, even) keeps its name
+        return (path.parent.resolve() / path.name).relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, RuntimeError, OSError):  # outside the course, or a loop of links on the way
         return path.as_posix()
 
 
 def read_catalog(path: Path) -> Catalog:
     """The catalog at `path` (an empty one where there is no file yet); CatalogError, naming the
     file and the fix, where it cannot be read as a catalog."""
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO or a device: reading it never ends
+        raise CatalogError(f"{_shown(path)} is not a regular file (a pipe or a device): move it away, then {FIX} "
+                           f"writes the catalog")
+    try:  # a link to nothing, or to itself, is read to be named (exists() says False for it)
+        text = path.read_text(encoding="utf-8") if path.exists() or path.is_symlink() else ""
     except IsADirectoryError:
         raise CatalogError(f"{_shown(path)} is a folder, not a catalog (a Markdown file of translations): move it "
                            f"away, then {FIX} writes the catalog") from None

@@ -185,11 +185,16 @@ def test_every_field_is_checked_for_its_type(tmp_path, entry):
     (b"{\"terms\": [", "docs/glossary.json is not valid JSON"),
     (b"[]", 'docs/glossary.json must be an object with a list "terms"'),
     (None, "docs/glossary.json is a folder"),
+    (b"[" * 100_000 + b"]" * 100_000, "docs/glossary.json is JSON Python cannot read: maximum recursion depth"),
+    (b'{"terms": [{"module": ' + b"9" * 5000 + b"}]}", "docs/glossary.json is JSON Python cannot read: Exceeds"),
+    ("loop", "docs/glossary.json cannot be read: "),
 ])
 def test_a_glossary_file_that_is_not_one_is_named(tmp_path, content, message):
     (tmp_path / "docs").mkdir()
     if content is None:
         (tmp_path / "docs" / "glossary.json").mkdir()
+    elif content == "loop":  # a link to itself
+        (tmp_path / "docs" / "glossary.json").symlink_to(tmp_path / "docs" / "glossary.json")
     else:
         (tmp_path / "docs" / "glossary.json").write_bytes(content)
     with pytest.raises(GlossaryError, match=re.escape(message)):

@@ -49,6 +49,10 @@ def course(tmp_path: Path, catalog: bytes | None, place: str) -> Path:
     target = folder / place / f"{QUIZ}.md"
     if catalog is None:
         target.mkdir()
+    elif catalog == b"a link to itself":
+        target.symlink_to(target)
+    elif catalog == b"a pipe":
+        os.mkfifo(target)  # reading it would wait for a writer forever
     else:
         target.write_bytes(catalog)
     return tmp_path
@@ -76,6 +80,8 @@ BROKEN = {
     "a folder": (lambda: None, "is a folder, not a catalog"),
     "a bad header": (lambda: b"<!-- zh-CN 12345 \xc2\xb7 title -->\ntext\n", "a block's header must read"),
     "an empty block": (lambda: the_real_catalog(mark_empty=quiz_title()), "is marked finished but holds no Chinese"),
+    "a link to itself": (lambda: b"a link to itself", "cannot be read ("),
+    **({"a pipe": (lambda: b"a pipe", "is not a regular file (a pipe or a device)")} if hasattr(os, "mkfifo") else {}),
 }
 
 
