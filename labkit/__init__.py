@@ -44,7 +44,8 @@ model's data and head scores), reproduction (is a retrained model the committed 
 (the predictions' texts, modules/NN_slug/predictions.json, loaded and checked), upstream
 (upstream MiniMind's causal-mask paths before and after its fix, and its float16 padding path,
 module 05), roofline (attention's FLOPs and memory traffic, and the chips' ridge points, module 08),
-rope_paper (RoPE's complex-number form and RoFormer's long-range bound, module 06).
+rope_paper (RoPE's complex-number form and RoFormer's long-range bound, module 06), arguments (the
+one check of the numbers a learner passes to the kit's functions: whole, real, flag).
 
 Apart from these, `labkit.course` holds the classroom and maintainer tools that act on the course's
 files: the command line behind the make targets, the learner's workspace copies, slides, the headless notebook

@@ -34,6 +34,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
 
+from .arguments import shown, whole
 from .figures import figure_tr, use_chinese_font
 from .heatmaps import show_heatmaps
 from .i18n import phrase, tr
@@ -42,15 +43,26 @@ from .widgets import show_in
 __all__ = ["AttentionExplorer", "explore", "top_keys"]
 
 ALL = "all"
+TOP_K_MOST = 10  # the top-keys box's largest value: more keys than that no longer read as a list
 
 
 def top_keys(row: torch.Tensor, labels: Sequence[str], k: int = 3) -> list[tuple[int, str, float]]:
-    """The k keys one query weighs most: [(position, label, weight)], largest first. row: [S]."""
+    """The k keys one query weighs most: [(position, label, weight)], largest first (all S of them
+    when k > S). row: [S], real numbers."""
+    if not isinstance(row, torch.Tensor) or row.is_complex() or row.device.type == "meta" \
+            or row.layout != torch.strided or row.is_nested:
+        kind = (f"a {row.dtype} tensor on {row.device.type}" + ("" if row.layout == torch.strided and not row.is_nested
+                                                                 else ", not dense")
+                if isinstance(row, torch.Tensor) else type(row).__name__)
+        raise TypeError(f"top_keys: row must be a dense tensor of real weights [S], got {kind}.")
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence):
+        raise TypeError(f"top_keys: labels must be a list of the keys' labels, one per weight, got "
+                        f"{type(labels).__name__} {shown(labels)}.")
     if row.dim() != 1 or row.shape[0] != len(labels):
-        raise ValueError(f"row must be one query's weights [S] with S = len(labels) = {len(labels)}, "
+        raise ValueError(f"top_keys: row must be one query's weights [S] with S = len(labels) = {len(labels)}, "
                          f"got shape {tuple(row.shape)}.")
-    k = max(1, min(int(k), row.shape[0]))
-    weights, positions = torch.topk(row.float(), k)  # ties: the earlier position first, as topk returns it
+    k = min(whole("top_keys", "k", k, low=1), row.shape[0])
+    weights, positions = torch.topk(row.detach().float(), k)  # ties: the earlier position first, as topk returns it
     return [(int(p), labels[int(p)], float(w)) for w, p in zip(weights, positions)]
 
 
@@ -66,8 +78,25 @@ class AttentionExplorer(widgets.VBox):
     def __init__(self, model, tokenizer, prompt: str = "", layer: int | str = ALL,
                  head: int | str = ALL, query: int | None = None, top_k: int = 3,
                  max_tokens: int = 64):
-        config = model.config
+        config = _config_of(model)
+        if isinstance(tokenizer, (str, bytes)) or not callable(getattr(tokenizer, "encode", None)):
+            raise TypeError(f"explore: tokenizer must have encode(text) -> ids (the tiny model's ByteTokenizer, "
+                            f"or transformers' tokenizer), got {type(tokenizer).__name__}.")
+        if not isinstance(prompt, str):
+            raise TypeError(f"explore: prompt must be a string, got {type(prompt).__name__} {shown(prompt)}.")
+        layer = _index_or_all("layer", layer, config.num_hidden_layers)
+        head = _index_or_all("head", head, config.num_attention_heads)
+        query = None if query is None else whole("explore", "query", query, low=0)
+        top_k = whole("explore", "top_k", top_k, 1, TOP_K_MOST)
+        # longer prompts are cut, to max_tokens and to the positions the model has
+        max_tokens = min(whole("explore", "max_tokens", max_tokens, low=1), config.max_position_embeddings)
         self.model, self.tokenizer, self.max_tokens = model, tokenizer, max_tokens
+        ids = self._ids(prompt)
+        if ids is None:
+            raise ValueError(f"explore: the prompt {shown(prompt)} has no tokens: give at least one character.")
+        if query is not None and query >= len(ids):
+            raise ValueError(f"explore: query must be a position of the prompt's {len(ids)} tokens, 0 to "
+                             f"{len(ids) - 1} (or None for the last), got {query}.")
         self.num_layers, self.num_heads = config.num_hidden_layers, config.num_attention_heads
         self.prompt = widgets.Text(value=prompt, description=tr("prompt"), continuous_update=False,
                                    layout=widgets.Layout(width="60%"))
@@ -77,7 +106,7 @@ class AttentionExplorer(widgets.VBox):
         head_options = [(tr("all heads"), ALL)] + [(tr("head {index}", index=i), i) for i in range(self.num_heads)]
         self.head = widgets.Dropdown(options=head_options, value=head, description=tr("head"))
         self.query = widgets.IntSlider(value=0, min=0, max=0, description=tr("query"), continuous_update=False)
-        self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=10, description=tr("top keys"),
+        self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=TOP_K_MOST, description=tr("top keys"),
                                             layout=widgets.Layout(width="160px"))
         self.output = widgets.Output()
         self.top_keys_html = widgets.HTML()
@@ -88,17 +117,47 @@ class AttentionExplorer(widgets.VBox):
                           self.output, self.top_keys_html])
         self._computing = self._drawing = self._stale = False
         self.drawn_state: tuple | None = None  # the state the figure on show was drawn from
-        self._compute(query)
-        self.prompt.observe(lambda change: self._compute(None), names="value")
+        self._compute(ids, query)
+        self.prompt.observe(lambda change: self._new_prompt(), names="value")
         for control in (self.layer, self.head, self.query, self.top_k):
             control.observe(lambda change: self.redraw(), names="value")
         self.redraw()
 
     # ------------------------------------------------------------------------------- state
 
-    def _compute(self, query: int | None) -> None:
-        """Run the model on the prompt once; keep its weights [L, H, T, T] and labels."""
-        ids = self.tokenizer.encode(self.prompt.value)[: self.max_tokens]
+    def _ids(self, prompt: str) -> list[int] | None:
+        """The prompt's token ids, cut to max_tokens; None when it has none."""
+        try:
+            encoded = self.tokenizer.encode(prompt)
+        except UnicodeError as error:  # a lone surrogate ('\ud800') has no UTF-8 bytes
+            raise ValueError(f"explore: the prompt cannot be encoded ({error.reason}); type it again.") from None
+        if isinstance(encoded, torch.Tensor) and encoded.dim() == 1:
+            encoded = encoded.tolist()
+        if not isinstance(encoded, (list, tuple)):
+            raise TypeError(f"explore: tokenizer.encode(prompt) must return a list of token ids, got "
+                            f"{type(encoded).__name__} {shown(encoded)}.")
+        ids = list(encoded)[: self.max_tokens]
+        vocab = getattr(self.model.config, "vocab_size", None)
+        for i in ids:  # the model's own check would name input_ids, which the learner never passed
+            whole("explore", "each token id tokenizer.encode(prompt) returns", i, low=0,
+                  high=vocab - 1 if isinstance(vocab, int) else None)
+        return [int(i) for i in ids] or None
+
+    def _new_prompt(self) -> None:
+        """The text box changed: recompute, or say why not and keep showing the last prompt's maps."""
+        try:
+            ids = self._ids(self.prompt.value)
+        except (TypeError, ValueError) as error:
+            ids, why = None, str(error)
+        else:
+            why = tr("This prompt has no tokens: type at least one character.")
+        if ids is None:
+            self.top_keys_html.value = f"<pre>{_escape(why)}</pre>"
+            return
+        self._compute(ids, None)
+
+    def _compute(self, ids: list[int], query: int | None) -> None:
+        """Run the model on the prompt's ids once; keep its weights [L, H, T, T] and labels."""
         with torch.no_grad():
             out = self.model(torch.tensor([ids]), output_attentions=True)
         self.weights = torch.stack(out.attentions)[:, 0].float()  # L x [1, H, T, T] -> [L, H, T, T]
@@ -107,7 +166,7 @@ class AttentionExplorer(widgets.VBox):
         self._computing = True  # moving the slider's range must not redraw half-updated state
         try:
             self.query.max = last
-            self.query.value = last if query is None else max(0, min(int(query), last))
+            self.query.value = last if query is None else query
         finally:
             self._computing = False
         if self.figure is not None:
@@ -209,6 +268,32 @@ class AttentionExplorer(widgets.VBox):
         return "\n".join(lines)
 
 
+def _config_of(model: Any) -> Any:
+    config = getattr(model, "config", None)
+    if not all(isinstance(getattr(config, name, None), int) for name in
+               ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")):
+        raise TypeError(f"explore: model must be a MiniMind model (MiniMindForCausalLM, or load_tiny_model()'s), "
+                        f"got {type(model).__name__}.")
+    if any(p.device.type == "meta" for p in model.parameters()):
+        raise ValueError("explore: model is on the meta device: it has shapes but no weights to attend with; "
+                         "load its weights first (load_tiny_model(), or model.to_empty(device='cpu') and a "
+                         "state dict).")
+    return config
+
+
+def _index_or_all(name: str, value: Any, count: int) -> int | str:
+    """A layer or head: "all", or an index in [0, count)."""
+    if isinstance(value, str) and value == ALL:
+        return ALL
+    if isinstance(value, str):
+        raise TypeError(f'explore: {name} must be "all" or an int from 0 to {count - 1}, got the string {shown(value)}'
+                        f"{f' (write {value.strip()} without quotes)' if value.strip().isdigit() else ''}.")
+    try:
+        return whole("explore", name, value, 0, count - 1)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f'{error} ("all" shows every {name}.)') from None
+
+
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -219,12 +304,7 @@ def explore(model, tokenizer, prompt: str = "", layer: int | str = ALL, head: in
 
     tokenizer: has `encode(text) -> ids` (and `labels(ids)`, or `decode([id])`, for the axis
     labels). layer, head: an index or "all". query: the outlined query (default the last token).
-    top_k: how many keys to list. max_tokens: longer prompts are cut to this many tokens, so the
-    maps stay readable."""
-    if isinstance(layer, int) and not 0 <= layer < model.config.num_hidden_layers:
-        raise ValueError(f"layer must be 'all' or in [0, {model.config.num_hidden_layers}), got {layer}.")
-    if isinstance(head, int) and not 0 <= head < model.config.num_attention_heads:
-        raise ValueError(f"head must be 'all' or in [0, {model.config.num_attention_heads}), got {head}.")
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}.")
+    top_k: how many keys to list, 1 to 10. max_tokens: longer prompts are cut to this many tokens
+    (and to the model's max_position_embeddings), so the maps stay readable. A wrong argument is
+    named (TypeError for a wrong type, ValueError for a value out of range)."""
     return AttentionExplorer(model, tokenizer, prompt, layer, head, query, top_k, max_tokens)

@@ -39,6 +39,7 @@ Bool and integer inputs (a mask, counts) are drawn as numbers (False = 0, True =
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +50,8 @@ import torch
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+
+from .arguments import flag, real, shown
 
 __all__ = ["HeatmapFigure", "show_heatmaps"]
 
@@ -72,6 +75,15 @@ _MAX_MAP_INCHES = 20.0
 # annotate=True: a number in every cell; beyond this many cells a side they cannot be read, and
 # drawing a million of them takes minutes.
 _MAX_ANNOTATED_CELLS = 40
+# A token label longer than this is cut (ending in an ellipsis): the figure grows with its labels.
+_LABEL_CHARACTERS = 40
+# Beyond this many maps the grid's labels no longer fit a screen (MiniMind2's 8 layers x 8 heads is
+# 64), and beyond this many cells the values outnumber the pixels and fill the memory (float64).
+_MAX_MAPS = 256
+_MAX_CELLS = 2 ** 24
+# The colour scale's ends, at most: matplotlib subtracts and averages them, which overflows a
+# float64 (largest 1.8e308) for ends near its limit.
+_MAX_SCALE = 1e300
 
 
 class HeatmapFigure(Figure):
@@ -171,10 +183,11 @@ def show_heatmaps(
     low, high = _colour_scale(data[finite], vmin, vmax)
     norm = Normalize(vmin=low, vmax=high)
     width, height = _map_size(map_size, T, S, rows, cols)
-    if annotate == "auto":
+    colorbar = flag("show_heatmaps", "colorbar", colorbar)
+    if isinstance(annotate, str) and annotate == "auto":
         annotate = max(T, S) <= _AUTO_ANNOTATE_CELLS and min(width / S, height / T) >= _AUTO_ANNOTATE_INCHES
-    elif not isinstance(annotate, bool):
-        raise ValueError(f'annotate must be True, False or "auto", got {annotate!r}.')
+    elif not isinstance(annotate, (bool, np.bool_)):
+        raise ValueError(f'annotate must be True, False or "auto", got {shown(annotate)}.')
     elif annotate and max(T, S) > _MAX_ANNOTATED_CELLS:
         raise ValueError(f"annotate=True writes a number in each of the {T} x {S} cells of a map: too many "
                          f"to read (at most {_MAX_ANNOTATED_CELLS} a side). Use annotate=False, or show a "
@@ -231,33 +244,73 @@ def _as_float_array(weights: Any) -> np.ndarray:
     """weights as a float64 array [R, C, T, S] (2-D and 3-D inputs get leading 1s), NaN for a
     numpy masked entry; refuses what cannot be a stack of maps."""
     if isinstance(weights, torch.Tensor):
-        tensor = weights.detach().cpu()
+        tensor = weights.detach()
+        if tensor.device.type == "meta":
+            raise ValueError("weights is a meta tensor: it has a shape but no values to draw. Draw the tensor "
+                             "a real run computed (on the CPU or a GPU).")
+        if tensor.is_nested:
+            raise ValueError("weights is a nested tensor, whose maps differ in size: draw one at a time "
+                             "(weights[i]), or pad them to one size first.")
+        if tensor.layout != torch.strided:  # sparse: the missing entries are zeros
+            tensor = tensor.to_dense()
         if tensor.is_complex():
             raise ValueError(f"weights must be real, got a complex tensor ({tensor.dtype}).")
-        array = tensor.to(torch.float64).numpy()
+        _check_size(list(tensor.shape))
+        array = tensor.cpu().to(torch.float64).numpy()
     elif isinstance(weights, np.ndarray) or isinstance(weights, (list, tuple)):
         if np.ma.isMaskedArray(weights):
             array = np.ma.filled(np.ma.asarray(weights).astype(np.float64), np.nan)
         else:
-            array = np.asarray(weights)
+            try:
+                array = np.asarray(weights)
+            except ValueError:  # numpy refuses a ragged nest of lists
+                raise ValueError(f"weights is a ragged list (rows of different lengths: {_lengths(weights)}): "
+                                 f"every map must be T rows of S numbers each.") from None
+        if array.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in array.flat):
+            try:  # Python ints too large for numpy's own integers
+                array = array.astype(np.float64)
+            except OverflowError:
+                raise ValueError("weights holds an integer too large for a float (above 1.8e308).") from None
         if array.dtype.kind not in "biuf":
             raise ValueError(f"weights must hold numbers, got a numpy array of dtype {array.dtype}.")
+        _check_size(list(array.shape))
         array = array.astype(np.float64)
     else:
         raise TypeError(f"weights must be a torch.Tensor or a numpy array, got {type(weights).__name__}.")
-    shape = list(array.shape)
-    if array.ndim not in (2, 3, 4):
+    return array.reshape((1,) * (4 - array.ndim) + array.shape)
+
+
+def _lengths(nest: Any) -> str:
+    """The lengths of a nest of lists, where they differ first: '[2, 1]'."""
+    while isinstance(nest, (list, tuple)) and nest:
+        lengths = [len(x) if isinstance(x, (list, tuple, np.ndarray)) else None for x in nest]
+        if len(set(lengths)) > 1 or None in lengths:
+            return str([n if n is not None else "a number" for n in lengths]).replace("'", "")
+        nest = nest[0]
+    return "?"
+
+
+def _check_size(shape: list[int]) -> None:
+    """2-D to 4-D, no empty dimension, and no more maps and cells than a figure can show."""
+    if len(shape) not in (2, 3, 4):
         hint = ""
-        if array.ndim == 5:
+        if len(shape) == 5:
             hint = " For attentions [L, B, H, T, S], pick one example of the batch: weights[:, 0]."
-        elif array.ndim == 1:
+        elif len(shape) == 1:
             hint = " For one row of weights [S], add a query dimension: weights[None]."
         raise ValueError(
-            f"weights must be 2-D [T, S], 3-D [N, T, S] or 4-D [R, C, T, S], got {array.ndim}-D "
+            f"weights must be 2-D [T, S], 3-D [N, T, S] or 4-D [R, C, T, S], got {len(shape)}-D "
             f"with shape {shape}.{hint}")
     if 0 in shape:
         raise ValueError(f"weights has shape {shape}: every dimension must be at least 1 (an empty map).")
-    return array.reshape((1,) * (4 - array.ndim) + array.shape)
+    count = math.prod(shape[:-2])
+    if count > _MAX_MAPS:
+        raise ValueError(f"weights has shape {shape}: {count} maps, more than the {_MAX_MAPS} one figure can show "
+                         f"legibly. Show a slice, such as weights[:4] (the first four).")
+    if math.prod(shape) > _MAX_CELLS:
+        raise ValueError(f"weights has shape {shape}: {math.prod(shape):,} cells, more than the {_MAX_CELLS:,} "
+                         f"a figure can show (a screen has fewer pixels). Show a slice, such as "
+                         f"weights[..., :512, :512].")
 
 
 def _labels(name: str, labels: Sequence[Any] | None, count: int, what: str) -> list[str] | None:
@@ -269,7 +322,7 @@ def _labels(name: str, labels: Sequence[Any] | None, count: int, what: str) -> l
     elif isinstance(labels, np.ndarray):
         labels = labels.tolist()
     try:
-        text = [str(label) for label in labels]
+        text = [_short(str(label)) for label in labels]
     except TypeError:
         raise TypeError(f"{name} must be a sequence of {count} token strings, got {type(labels).__name__}.") from None
     if len(text) != count:
@@ -278,6 +331,11 @@ def _labels(name: str, labels: Sequence[Any] | None, count: int, what: str) -> l
             hint = " It is one string, so each character counts as a label: pass a list of tokens, e.g. text.split()."
         raise ValueError(f"{name} has {len(text)} labels, expected {count} ({what}).{hint}")
     return text
+
+
+def _short(label: str) -> str:
+    """A tick label of at most _LABEL_CHARACTERS: a longer one would push the maps off the figure."""
+    return label if len(label) <= _LABEL_CHARACTERS else label[:_LABEL_CHARACTERS - 1] + "\u2026"
 
 
 def _titles(titles: Any, weights_dims: int, rows: int, cols: int, row_name: str,
@@ -317,25 +375,20 @@ def _titles(titles: Any, weights_dims: int, rows: int, cols: int, row_name: str,
     return [flat[r * cols:(r + 1) * cols] for r in range(rows)]
 
 
-def _scale_number(name: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.") from None
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite number, got {value}.")
-    return number
-
-
 def _colour_scale(values: np.ndarray, vmin: Any, vmax: Any) -> tuple[float, float]:
     """(low, high) of the shared colour scale; `values` are the finite entries."""
     data_min, data_max = float(values.min()), float(values.max())
-    low = _scale_number("vmin", vmin) if vmin is not None else min(0.0, data_min)
-    high = _scale_number("vmax", vmax) if vmax is not None else data_max
+    low = real("show_heatmaps", "vmin", vmin) if vmin is not None else min(0.0, data_min)
+    high = real("show_heatmaps", "vmax", vmax) if vmax is not None else data_max
+    if max(abs(low), abs(high)) > _MAX_SCALE:
+        raise ValueError(
+            f"the colour scale runs from {low:g} to {high:g}: beyond +-{_MAX_SCALE:.0e}, matplotlib's arithmetic "
+            f"on the scale (differences, midpoints) overflows a float64 (largest 1.8e+308). Scale the weights "
+            f"down first (weights / 1e300), or give vmin and vmax within +-{_MAX_SCALE:.0e}.")
     if low < high:
         return low, high
     if vmin is None and vmax is None:  # every value equal (and <= 0): any scale around it will do
-        return low, low + 1.0
+        return low, low + max(1.0, abs(low))
     where = {
         (True, True): "both given",
         (True, False): f"vmax defaulted to the largest value in weights, {data_max:g}",
@@ -373,8 +426,10 @@ def _map_size(map_size: Any, T: int, S: int, rows: int, cols: int) -> tuple[floa
     if map_size is not None:
         try:
             width, height = (map_size, map_size) if np.ndim(map_size) == 0 else tuple(map_size)
+            if any(isinstance(x, (str, bytes, bool, np.bool_)) for x in (width, height)):
+                raise TypeError  # '3' and True are not sizes, though float() takes them
             width, height = float(width), float(height)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"map_size must be a number of inches or (width, height), got {map_size!r}.") from None
         if not (width > 0 and height > 0 and math.isfinite(width) and math.isfinite(height)):
             raise ValueError(f"map_size must be positive, got {map_size!r}.")

@@ -31,6 +31,7 @@ What it does not count:
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import torch
@@ -60,22 +61,38 @@ class TensorMemory(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         input_ids = {id(a) for a in inputs}
-        input_storages = {a.untyped_storage().data_ptr() for a in inputs}
+        input_storages = {address for a in inputs for address, _ in _blocks(a)}
         for t in tree_flatten(out)[0]:
             if not isinstance(t, torch.Tensor) or id(t) in input_ids:
                 continue                        # an in-place or out= op returns its input
-            storage = t.untyped_storage()
-            address = storage.data_ptr()
-            if address not in self.alive:
-                if address in input_storages:
-                    continue                    # a view of a tensor from before the block
-                self.alive[address] = [0, storage.nbytes()]   # a new allocation
-                self.now += storage.nbytes()
-                self.peak = max(self.peak, self.now)
-                self.largest = max(self.largest, storage.nbytes())
-            self.alive[address][0] += 1         # a new tensor, or a view of one created in the block
-            weakref.finalize(t, self._release, address)
+            for address, nbytes in _blocks(t):  # one storage; a sparse tensor's indices and values
+                if address not in self.alive:
+                    if address in input_storages:
+                        continue                # a view of a tensor from before the block
+                    self.alive[address] = [0, nbytes]   # a new allocation
+                    self.now += nbytes
+                    self.peak = max(self.peak, self.now)
+                    self.largest = max(self.largest, nbytes)
+                self.alive[address][0] += 1     # a new tensor, or a view of one created in the block
+                weakref.finalize(t, self._release, address)
         return out
+
+
+def _blocks(t: torch.Tensor) -> list[tuple[int, int]]:
+    """(address, bytes) of each block of memory behind t: its storage; a sparse tensor's indices and
+    values; none for a meta tensor (a shape without memory) or an empty one."""
+    if t.device.type == "meta":
+        return []
+    if t.layout == torch.sparse_coo:
+        parts = [t._indices(), t._values()]
+    elif t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        parts = [t.crow_indices(), t.col_indices(), t.values()]
+    elif t.layout in (torch.sparse_csc, torch.sparse_bsc):
+        parts = [t.ccol_indices(), t.row_indices(), t.values()]
+    else:
+        storage = t.untyped_storage()
+        return [(storage.data_ptr(), storage.nbytes())] if storage.data_ptr() else []
+    return [block for part in parts for block in _blocks(part)]
 
 
 aten = torch.ops.aten
@@ -85,11 +102,20 @@ class BytesWritten(TorchDispatchMode):
     """Counts the bytes that tensor operations write inside a `with` block (module 07).
 
     An operation that makes a new tensor (torch.cat, clone, ...) is charged for that tensor's
-    bytes, and counted as an allocation; one that works in place (copy_, which is what a slice
-    assignment `a[...] = b` runs) is charged for the tensor it modifies, here the slice. Views
-    (slicing, transposing) and torch.empty write nothing; torch.empty counts as an allocation."""
+    bytes, and counted as an allocation. One that writes into a tensor it is given is charged for
+    what it writes there: the tensor an in-place op modifies (copy_, which is what a slice
+    assignment `a[...] = b` runs, is charged for the slice), the `out=` tensor of an out= op, and,
+    for an op that writes some entries only, those entries (index_copy_ the rows it copies,
+    `a[idx] = b` the indexed entries, masked_fill_ the masked ones, scatter_ one per index).
+    Views (slicing, transposing), ops that change only a tensor's shape or storage (resize_, set_,
+    squeeze_) and torch.empty write nothing; torch.empty counts as an allocation. A meta tensor
+    has a shape and no memory: it writes nothing and allocates nothing."""
 
-    ALLOCATE_ONLY = (aten.empty, aten.empty_strided, aten.empty_like, aten.new_empty)
+    ALLOCATE_ONLY = (aten.empty, aten.empty_strided, aten.empty_like, aten.new_empty, aten.new_empty_strided,
+                     aten.empty_permuted)
+    METADATA_ONLY = (aten.resize_, aten.resize_as_, aten._resize_output_, aten.set_, aten.as_strided_,
+                     aten.squeeze_, aten.unsqueeze_, aten.t_, aten.transpose_, aten.swapdims_, aten.swapaxes_,
+                     aten.detach_)
 
     def __init__(self):
         super().__init__()
@@ -97,19 +123,127 @@ class BytesWritten(TorchDispatchMode):
         self.allocations = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
         if func.is_view:
+            return func(*args, **kwargs)
+        named = _named_arguments(func, args, kwargs)
+        written = [t for arg in func._schema.arguments if arg.alias_info is not None and arg.alias_info.is_write
+                   for t in _tensors(named.get(arg.name)) if t.device.type != "meta"]
+        before = {id(t): _address(t) for t in written}
+        # entries an op writes into a tensor it is given: counted before it runs (a mask's count)
+        elements = {id(t): _written_elements(func.overloadpacket, named, t) for t in written}
+        out = func(*args, **kwargs)
+        packet = func.overloadpacket
+        if packet in self.METADATA_ONLY:  # resize_ may move the tensor to new memory; set_ points at old memory
+            if packet in (aten.resize_, aten.resize_as_, aten._resize_output_):
+                self.allocations += sum(_address(t) != before[id(t)] and _address(t) != 0 for t in written)
             return out
-        if func.overloadpacket in self.ALLOCATE_ONLY:
+        if packet in self.ALLOCATE_ONLY:
+            self.allocations += sum(t.device.type != "meta" for t in _tensors(out))
+            return out
+        if written:  # in place, or out=: the tensors it was given
+            for t in written:
+                self.bytes += elements[id(t)] * t.element_size() if elements[id(t)] is not None else _nbytes(t)
+                self.allocations += _address(t) != before[id(t)] and _address(t) != 0  # an out= tensor resized
+            return out
+        inputs = {_address(t) for t in _tensors(tree_flatten((args, kwargs))[0])} - {0}
+        for result, returned in _returns(func, out):
+            if returned.alias_info is not None or result.device.type == "meta" or _address(result) in inputs:
+                continue  # an alias of an input (lift_fresh, _unsafe_view of a fresh copy), or no memory
+            self.bytes += _nbytes(result)
             self.allocations += 1
-            return out
-        if func._schema.is_mutable:  # in place: the first argument is the tensor written to
-            written = [args[0]]
-        else:
-            written = [t for t in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(t, torch.Tensor)]
-            self.allocations += len(written)
-        self.bytes += sum(t.numel() * t.element_size() for t in written)
         return out
+
+
+def _named_arguments(func, args, kwargs) -> dict:
+    named = dict(kwargs)
+    for argument, value in zip(func._schema.arguments, args):
+        named[argument.name] = value
+    return named
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    """The tensors in an argument or a result: a tensor, or a list or tuple of them."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _returns(func, out) -> list[tuple[torch.Tensor, object]]:
+    """Each tensor the op returned, with its declared return (a list return, cat's parts or
+    _foreach_add's, gives each of its tensors)."""
+    items = out if isinstance(out, tuple) else (out,)
+    return [(t, returned) for item, returned in zip(items, func._schema.returns) for t in _tensors(item)]
+
+
+def _address(t: torch.Tensor) -> int:
+    """The address of the memory behind t (0 for none: meta, sparse and empty tensors)."""
+    if t.device.type == "meta" or t.layout != torch.strided or t.is_nested:
+        return 0
+    return t.untyped_storage().data_ptr()
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    """The bytes t's values take: a view's own, not its storage's; a sparse tensor's indices and values."""
+    if t.device.type == "meta":
+        return 0
+    if t.layout == torch.sparse_coo:
+        return _nbytes(t._indices()) + _nbytes(t._values())
+    if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        return _nbytes(t.crow_indices()) + _nbytes(t.col_indices()) + _nbytes(t.values())
+    if t.layout in (torch.sparse_csc, torch.sparse_bsc):
+        return _nbytes(t.ccol_indices()) + _nbytes(t.row_indices()) + _nbytes(t.values())
+    if t.is_nested:
+        return sum(_nbytes(part) for part in t.unbind())
+    return t.numel() * t.element_size()
+
+
+def _written_elements(packet, named: dict, target: torch.Tensor) -> int | None:
+    """How many entries of `target` an op that writes some of them writes; None for all of them."""
+    if target is not named.get("self"):
+        return None  # an out= tensor: written whole
+    if packet in (aten.index_copy_, aten.index_add_, aten.index_reduce_):
+        return named["source"].numel()
+    if packet in (aten.scatter_, aten.scatter_add_, aten.scatter_reduce_, aten.put_):
+        return named["index"].numel()
+    if packet is aten.index_fill_:
+        dim = named["dim"] % max(1, target.dim())
+        return named["index"].numel() * (target.numel() // target.shape[dim] if target.dim() else 1)
+    if packet in (aten.index_put_, aten._index_put_impl_):
+        return _indexed_elements(target, named["indices"])
+    if packet in (aten.masked_fill_, aten.masked_scatter_):
+        return int(torch.broadcast_to(named["mask"], target.shape).count_nonzero())
+    if packet is aten.fill_diagonal_:
+        return _diagonal_elements(target.shape, named.get("wrap", False))
+    return None
+
+
+def _indexed_elements(target: torch.Tensor, indices) -> int:
+    """The entries of target[indices] (advanced indexing): the index tensors' broadcast shape times
+    the dimensions no index takes; a bool mask takes as many dimensions as it has, and picks its Trues."""
+    shapes, kept, dim = [], [], 0
+    for index in indices:
+        if index is None:  # aten's way of writing ':' for a dimension
+            kept.append(target.shape[dim])
+            dim += 1
+        elif index.dtype in (torch.bool, torch.uint8):
+            shapes.append((int(index.count_nonzero()),))
+            dim += index.dim()
+        else:
+            shapes.append(tuple(index.shape))
+            dim += 1
+    kept += target.shape[dim:]
+    return math.prod(torch.broadcast_shapes(*shapes)) * math.prod(kept)
+
+
+def _diagonal_elements(shape, wrap: bool) -> int:
+    """Entries on the main diagonal that fill_diagonal_ writes (a tall matrix with wrap=True goes on
+    below every (columns + 1)-th row)."""
+    if len(shape) == 2 and wrap and shape[0] > shape[1] + 1:
+        return len(range(0, shape[0] * shape[1], shape[1] + 1))
+    return min(shape)
 
 
 class NaiveConcatCache:

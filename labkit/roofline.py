@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .arguments import real, shown, whole
+
 BYTES_PER_ELEMENT = 2  # bf16 / fp16, as on the GPU
 SOFTMAX_OPS_PER_SCORE = 5  # max, subtract, exp, sum, divide: on the vector units, not the tensor cores
 
@@ -34,6 +36,11 @@ class Chip:
     hbm_bytes_per_s: float
     sms: int  # streaming multiprocessors: how many thread blocks run at once, one per SM at least
     source: str
+
+    def __post_init__(self):
+        real("Chip", "bf16_flops_sparse", self.bf16_flops_sparse, low=0, low_open=True)
+        real("Chip", "hbm_bytes_per_s", self.hbm_bytes_per_s, low=0, low_open=True)
+        whole("Chip", "sms", self.sms, low=1)
 
     @property
     def bf16_flops(self) -> float:
@@ -61,10 +68,17 @@ CHIPS: tuple[Chip, ...] = (
 )
 
 
+def _sizes(where: str, query_len: object, key_len: object, head_dim: object, group: object) -> tuple[int, ...]:
+    """The four sizes as ints of at least 1: a count of queries, keys, dimensions or heads is whole
+    (a text '3' would repeat strings, 2.5 would count half a key, NaN would count nothing)."""
+    return tuple(whole(where, name, value, low=1) for name, value in
+                 (("query_len", query_len), ("key_len", key_len), ("head_dim", head_dim), ("group", group)))
+
+
 def attention_steps(query_len: int, key_len: int, head_dim: int, group: int = 1) -> dict[str, tuple[int, int]]:
     """Algorithm 0, one kernel per line, for one key/value head and the `group` query heads that
-    share it: {line: (operations, HBM elements read + written)}."""
-    t, s, d, g = query_len, key_len, head_dim, group
+    share it: {line: (operations, HBM elements read + written)}. Every size is an int of at least 1."""
+    t, s, d, g = _sizes("attention_steps", query_len, key_len, head_dim, group)
     return {
         "S = Q K^T": (2 * g * t * s * d, g * t * d + s * d + g * t * s),  # read Q, K; write S
         "P = softmax(S)": (SOFTMAX_OPS_PER_SCORE * g * t * s, 2 * g * t * s),  # read S; write P
@@ -74,21 +88,35 @@ def attention_steps(query_len: int, key_len: int, head_dim: int, group: int = 1)
 
 def matmul_flops(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
     """The tensor-core work of attention: Q K^T and P V, 4 T S D per query head."""
-    return 4 * group * query_len * key_len * head_dim
+    t, s, d, g = _sizes("matmul_flops", query_len, key_len, head_dim, group)
+    return 4 * g * t * s * d
 
 
 def standard_elements(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
+    """HBM elements standard attention moves: the three lines of attention_steps added up."""
+    _sizes("standard_elements", query_len, key_len, head_dim, group)
     return sum(elements for _, elements in attention_steps(query_len, key_len, head_dim, group).values())
 
 
 def fused_accesses(query_len: int, key_len: int, head_dim: int, group: int = 1) -> int:
     """HBM elements a kernel that keeps the scores on chip must move: Q, K, V in, O out."""
-    return 2 * group * query_len * head_dim + 2 * key_len * head_dim
+    t, s, d, g = _sizes("fused_accesses", query_len, key_len, head_dim, group)
+    return 2 * g * t * d + 2 * s * d
 
 
 def intensity(flops: float, elements: float) -> float:
-    """FLOPs per byte moved."""
-    return flops / (elements * BYTES_PER_ELEMENT)
+    """FLOPs per byte moved. flops: at least 0; elements: more than 0 (finite numbers, ints or floats)."""
+    real("intensity", "flops", flops, low=0)
+    real("intensity", "elements", elements, low=0, low_open=True)
+    try:
+        ratio = flops / (elements * BYTES_PER_ELEMENT)  # ints divided exactly, then rounded once
+    except OverflowError:
+        ratio = math.inf
+    if not math.isfinite(ratio):
+        raise ValueError(f"intensity: flops / elements is too large for a float, got {shown(flops)} / "
+                         f"{shown(elements)}: is elements a count of elements, not of gigabytes?")
+    return ratio
+
 
 
 # How the flash-attn library spreads one forward over the chip, as its release v2.8.3 does it
@@ -120,6 +148,8 @@ def flash_attn_splits(work: int, slots: int, key_blocks: int) -> int:
     `slots` blocks at once and `key_blocks` blocks of keys: one if the work nearly fills the chip
     (80% of the slots); otherwise the fewest splits that keep the slots at least 85% as busy as the
     best split count would, counting only split counts that change the keys per split."""
+    work, slots, key_blocks = (whole("flash_attn_splits", name, value, low=1) for name, value in
+                               (("work", work), ("slots", slots), ("key_blocks", key_blocks)))
     if work >= 0.8 * slots:
         return 1
     most = min(MAX_SPLITS, slots, key_blocks)
@@ -136,6 +166,13 @@ def flash_attn_decode_grid(batch: int, heads: int, kv_heads: int, key_len: int, 
     heads it folds each group's query heads into the rows of one tile, so a block runs per sequence,
     key/value head and key split; a chip with `sms` streaming multiprocessors runs two of these
     128-thread blocks on each at once."""
+    batch, heads, kv_heads, key_len, head_dim, sms = (
+        whole("flash_attn_decode_grid", name, value, low=1) for name, value in
+        (("batch", batch), ("heads", heads), ("kv_heads", kv_heads), ("key_len", key_len), ("head_dim", head_dim),
+         ("sms", sms)))
+    if heads % kv_heads:
+        raise ValueError(f"flash_attn_decode_grid: heads ({heads}) must be a multiple of kv_heads ({kv_heads}): "
+                         "each key/value head serves a whole group of query heads.")
     rows, run_heads = 1, heads
     if heads > kv_heads:  # the GQA fold: g query heads become g rows of one query tile
         rows, run_heads = heads // kv_heads, kv_heads

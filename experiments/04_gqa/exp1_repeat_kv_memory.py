@@ -40,9 +40,12 @@ MIB = 2 ** 20
 
 
 def add_arguments(parser):
-    parser.add_argument("--heads", type=int_in(2, 128), default=8, help="query heads H (default 8, as MiniMind)")
-    parser.add_argument("--kv-heads", type=int_in(1, 64), default=2,
-                        help="key/value heads H_kv, dividing H (default 2, as MiniMind)")
+    # GQA needs two KV heads at least, so H >= 2 H_kv >= 4; one KV head (MQA), where repeat_kv copies
+    # nothing, is shown by every run beside the GQA claims
+    parser.add_argument("--heads", type=int_in(4, 128), default=8, help="query heads H (default 8, as MiniMind)")
+    parser.add_argument("--kv-heads", type=int_in(2, 64), default=2,
+                        help="key/value heads H_kv, dividing H, at least 2 (default 2, as MiniMind; "
+                             "one KV head, MQA, is shown by every run)")
     parser.add_argument("--head-dim", type=int_in(1, 512), default=64, help="head size D (default 64, as MiniMind)")
     parser.add_argument("--tokens", type=int_in(1, 65536), default=1024,
                         help="cached positions S for the storage tables (default 1024)")

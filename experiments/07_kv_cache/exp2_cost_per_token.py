@@ -34,12 +34,22 @@ def add_arguments(parser):
     # FLOPs are counted with a closed form, one Python call per step: no model of this size is built
     parser.add_argument("--tokens", type=int_in(16, 65536), default=192, help="tokens to generate, n (default 192)")
     parser.add_argument("--hidden", type=int_in(16, 16384), default=128,
-                        help="hidden size of the counted model, a multiple of 8 (default 128)")
+                        help="hidden size of the counted model, a multiple of 16 (default 128)")
+
+
+# A cached step costs a fixed part (projections, feed-forward: ~ hidden^2) plus attention over the
+# cache (~ hidden x t). While n <= 4 hidden the fixed part leads and the cached total grows like n
+# (exponent at most 1.14 at every allowed size); past about 7 hidden it grows like n^2 as well.
+MAX_TOKENS_PER_HIDDEN = 4
 
 
 def check_arguments(args):
-    if args.hidden % 8:
-        return f"--hidden must be a multiple of 8 (8 heads), got {args.hidden}"
+    if args.hidden % 16:
+        return f"--hidden must be a multiple of 16 (8 heads of an even size, for RoPE), got {args.hidden}"
+    if args.tokens > MAX_TOKENS_PER_HIDDEN * args.hidden:
+        return (f"--tokens must be at most {MAX_TOKENS_PER_HIDDEN} x --hidden = {MAX_TOKENS_PER_HIDDEN * args.hidden}, "
+                f"got {args.tokens}: beyond it attention over the cache outweighs a step's fixed work, and the "
+                f"cached total no longer grows like n (raise --hidden, or lower --tokens)")
     return None
 
 

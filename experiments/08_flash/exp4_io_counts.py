@@ -42,11 +42,30 @@ N_STEPS = 4096  # N of the step-by-step table and of the SRAM sweep
 
 
 def add_arguments(parser):
-    # counts, not tensors: any sizes are cheap; the bounds keep them meaningful (M >= 512 elements,
-    # so B_c = ceil(M / 4d) >= 1, where 0 for either flag divided by zero)
-    parser.add_argument("--head-dim", type=int_in(1, 1024), default=64, help="head width d (default 64)")
+    # counts, not tensors: any sizes are cheap; the bounds are where the claims hold. Below d = 16 a
+    # block of keys holds the whole sequence at every SRAM size compared, so more SRAM saves nothing;
+    # above d = 224 even S = Q K^T does enough FLOPs per byte to keep an A100's matrix units busy.
+    parser.add_argument("--head-dim", type=int_in(16, 224), default=64,
+                        help="head width d, 16 to 224 (default 64)")
     parser.add_argument("--sram-kb", type=float_in(1.0, 100_000.0), default=100.0,
                         help="on-chip SRAM M in KB of 1024 bytes (default 100)")
+
+
+# FlashAttention saves several times the traffic when its blocks of keys are long against d: with
+# M >= 12 d^2, B_c = M / 4d >= 3d and the count's ratio 4 B_c / 3d is 4 or more for long sequences,
+# above 2 from N = 512 (Theorem 2's regime; counted for every allowed d and M). With less SRAM the
+# claim that it moves several times fewer elements fails first for the short sequences.
+MIN_SRAM_PER_D2 = 12
+
+
+def check_arguments(args):
+    sram, d = int(args.sram_kb * 1024 / BYTES_PER_ELEMENT), args.head_dim
+    if sram < MIN_SRAM_PER_D2 * d ** 2:
+        least = MIN_SRAM_PER_D2 * d ** 2 * BYTES_PER_ELEMENT / 1024
+        return (f"--sram-kb must hold at least {MIN_SRAM_PER_D2} d^2 half-precision elements, where FlashAttention's "
+                f"blocks are long enough to save several times the traffic: with --head-dim {d}, at least "
+                f"{least:g} KB; got {args.sram_kb:g} KB ({sram / d ** 2:.1f} d^2)")
+    return None
 
 
 def standard_accesses(n: int, d: int) -> int:
@@ -84,7 +103,7 @@ def flash_accesses(n: int, d: int, sram_elements: int) -> int:
 
 
 def main(argv=None):
-    exp = Experiment.start(__doc__, __file__, argv, add_arguments)
+    exp = Experiment.start(__doc__, __file__, argv, add_arguments, check_arguments)
     d = exp.args.head_dim
     sram = int(exp.args.sram_kb * 1024 / BYTES_PER_ELEMENT)  # M, in elements
     block_c, block_r = block_sizes(sram, d)

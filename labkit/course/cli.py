@@ -26,6 +26,7 @@ from pathlib import Path
 from labkit.course.machines import ENVIRONMENTS
 from labkit.experiment import writable_folder
 from labkit.i18n import LANGUAGES, edition_folder, language, use_language
+from labkit.i18n.catalog import CatalogError
 from labkit.quiz import ROUTES, QuizError, load_quiz, run_terminal_quiz
 from labkit.syllabus import CourseError, all_modules, check, find_course_root
 
@@ -315,13 +316,14 @@ def _count(low: int, high: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command, run it from the course root; a CourseError becomes one line and exit 2."""
+    """Parse the command, run it from the course root; a CourseError, or a translation catalog that
+    cannot be used (the Chinese quiz's), becomes one message and exit 2."""
     args = _parser().parse_args(argv)
     if args.lang:
         use_language(args.lang)
     try:
         return args.run(args, find_course_root())
-    except CourseError as error:
+    except (CourseError, CatalogError) as error:
         print(error, file=sys.stderr)
         return 2
 

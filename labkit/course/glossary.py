@@ -33,7 +33,7 @@ from pathlib import Path
 
 from labkit.syllabus import PLANNED_MODULES, find_course_root
 
-__all__ = ["Term", "anchor", "load_glossary", "render", "render_translated", "write"]
+__all__ = ["GlossaryError", "Term", "anchor", "load_glossary", "render", "render_translated", "write"]
 
 GLOSSARY_JSON = Path("docs") / "glossary.json"
 GLOSSARY_MD = Path("docs") / "glossary.md"
@@ -62,6 +62,11 @@ class Term:
         return re.compile(rf"(?<![\w-])(?:{alternatives})(?:e?s)?(?![\w-])", flags)
 
 
+class GlossaryError(ValueError):
+    """docs/glossary.json cannot be used as it is: the message names the file, each entry and field
+    that is wrong, and what it must be."""
+
+
 def anchor(heading: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation other than '-' and '_' dropped,
     spaces to hyphens."""
@@ -69,18 +74,34 @@ def anchor(heading: str) -> str:
 
 
 def load_glossary(root: Path | None = None) -> list[Term]:
-    """Every entry, checked: a term, forms, a gloss and a module that exists; no two alike."""
+    """Every entry, checked: each field of the type it must have, a module that exists, no two
+    entries alike. Every problem is named at once (GlossaryError, a ValueError), with the file and the entry."""
     root = root or find_course_root()
-    data = json.loads((root / GLOSSARY_JSON).read_text(encoding="utf-8"))
+    path = root / GLOSSARY_JSON
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GlossaryError(f"{GLOSSARY_JSON} is missing: the glossary's data lives there.") from None
+    except IsADirectoryError:
+        raise GlossaryError(f"{GLOSSARY_JSON} is a folder, not the glossary's JSON file.") from None
+    except UnicodeDecodeError as error:
+        raise GlossaryError(f"{GLOSSARY_JSON} is not UTF-8 text (byte {error.start}): save it as UTF-8.") from None
+    except json.JSONDecodeError as error:
+        raise GlossaryError(f"{GLOSSARY_JSON} is not valid JSON: {error.msg} at line {error.lineno}, "
+                         f"column {error.colno}.") from None
+    except (ValueError, RecursionError) as error:  # an integer of thousands of digits, arrays nested past the stack
+        raise GlossaryError(f"{GLOSSARY_JSON} is JSON Python cannot read: {str(error)[:120]}.") from None
+    except OSError as error:  # unreadable: permissions, a loop of links, a device
+        raise GlossaryError(f"{GLOSSARY_JSON} cannot be read: {error.strerror or error}.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("terms"), list):
+        raise GlossaryError(f'{GLOSSARY_JSON} must be an object with a list "terms": [{{"term": ..., ...}}, ...].')
     terms, problems, seen = [], [], {}
     for index, entry in enumerate(data["terms"]):
-        unknown = set(entry) - {"term", "forms", "gloss", "module", "zh", "zh_forms", "case_sensitive"}
-        if unknown or not entry.get("term") or not entry.get("gloss") or not entry.get("forms"):
-            problems.append(f"entry {index} ({entry.get('term')!r}): needs term, forms and gloss; "
-                            f"unknown keys {sorted(unknown)}")
+        found = _entry_problems(entry)
+        if found:
+            name = entry.get("term") if isinstance(entry, dict) else None
+            problems.append(f"entry {index} ({name!r}): " + ", ".join(found))
             continue
-        if entry["module"] != "00" and entry["module"] not in PLANNED_MODULES:
-            problems.append(f"{entry['term']!r}: module {entry['module']!r} is not a module of the course")
         term = Term(entry["term"], tuple(entry["forms"]), entry["gloss"], entry["module"], entry.get("zh", ""),
                     entry.get("case_sensitive", False), tuple(entry.get("zh_forms", ())))
         if term.anchor in seen:
@@ -88,8 +109,43 @@ def load_glossary(root: Path | None = None) -> list[Term]:
         seen[term.anchor] = term.term
         terms.append(term)
     if problems:
-        raise ValueError(f"{GLOSSARY_JSON}: " + "; ".join(problems))
+        raise GlossaryError(f"{GLOSSARY_JSON}: " + "; ".join(problems))
     return terms
+
+
+# Each field of an entry: (required, the type it must have, what it is, in words).
+_FIELDS = {
+    "term": (True, str, "a non-empty string"),
+    "forms": (True, list, "a non-empty list of non-empty strings (a string alone would be read letter by letter)"),
+    "gloss": (True, str, "a non-empty string"),
+    "module": (True, str, 'a module number as a string ("00", "05", ...)'),
+    "zh": (False, str, "a string"),
+    "zh_forms": (False, list, "a list of non-empty strings"),
+    "case_sensitive": (False, bool, "true or false"),
+}
+
+
+def _entry_problems(entry: object) -> list[str]:
+    """What is wrong with one entry of `terms`, field by field; [] when nothing is."""
+    if not isinstance(entry, dict):
+        return [f"must be an object with the fields {', '.join(_FIELDS)}, got {type(entry).__name__}"]
+    found = [f"unknown field {key!r}" for key in entry if key not in _FIELDS]
+    for key, (required, kind, words) in _FIELDS.items():
+        if key not in entry:
+            if required:
+                found.append(f"{key} is missing (it must be {words})")
+            continue
+        value = entry[key]
+        right = isinstance(value, kind) and (kind is not str or value.strip() or key == "zh")
+        if kind is list:
+            right = isinstance(value, list) and (value or key == "zh_forms") and all(
+                isinstance(item, str) and item.strip() for item in value)
+        if not right:
+            found.append(f"{key} must be {words}, got {json.dumps(value, ensure_ascii=False)[:60]}")
+    module = entry.get("module")
+    if isinstance(module, str) and module.strip() and module != "00" and module not in PLANNED_MODULES:
+        found.append(f"module {module!r} is not a module of the course (00, or one of {', '.join(PLANNED_MODULES)})")
+    return found
 
 
 def _module_link(number: str) -> tuple[str, str]:
@@ -164,6 +220,14 @@ def write(root: Path | None = None) -> Path:
 
 
 def main(argv: list[str]) -> int:
+    try:
+        return _command(argv)
+    except GlossaryError as error:
+        print(error, file=sys.stderr)
+        return 1
+
+
+def _command(argv: list[str]) -> int:
     root = find_course_root()
     if argv == ["--check"]:
         current = (root / GLOSSARY_MD).read_text(encoding="utf-8") if (root / GLOSSARY_MD).exists() else ""

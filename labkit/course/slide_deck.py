@@ -307,19 +307,21 @@ class _Deck:
             self.title = tr("Quiz: question {number} of {count}", number=number, count=len(quiz.questions))
             self.opens = number == 1
             slide = self.new_slide(opens_section=self.opens)
-            lines = [shown(question.question)] + [f"- **{letter(i)}.** {shown(c)}"
-                                                  for i, c in enumerate(question.choices)]
-            if question.type == "multiple":
-                lines.append(f"*{tr('Choose all that apply.')}*")
-            asked = _join(lines)
-            answer = f"**{question.answer_text()}**"
-            explained = f"{answer}\n\n{shown(question.explanation)}"
-            slide.pieces.append(Piece(_markdown(asked), sum(block_height(b) for b in markdown_blocks(asked))))
+            choices = [(letter(i), shown(c)) for i, c in enumerate(question.choices)]
+            choose = tr("Choose all that apply.") if question.type == "multiple" else None
+            # the room each part takes is measured on the Markdown the deck once wrote for it
+            asked = _join([shown(question.question)] + [f"- **{mark}.** {text}" for mark, text in choices]
+                          + ([f"*{choose}*"] if choose else []))
+            explained = f"**{question.answer_text()}**\n\n{shown(question.explanation)}"
+            slide.pieces.append(Piece(_markdown(_quiz_html(shown(question.question), choices, choose)),
+                                      sum(block_height(b) for b in markdown_blocks(asked))))
             slide.used = slide.pieces[0].height
             fits = sum(block_height(b) for b in markdown_blocks(explained)) <= slide.room()
-            slide.pieces.append(Piece(_markdown(explained if fits else answer), 0, fragment=True))
+            answer = _quiz_html(question.answer_text(), bold=True)
+            slide.pieces.append(Piece(_markdown(answer + (_quiz_html(shown(question.explanation)) if fits else "")),
+                                      0, fragment=True))
             if not fits:
-                slide.notes.append(shown(question.explanation))
+                slide.notes.append(_quiz_html(shown(question.explanation)))
         self.opens = False
 
     # ------------------------------------------------------------------ out: cells
@@ -359,6 +361,22 @@ def _typed(cell: nbformat.NotebookNode, slide_type: str) -> nbformat.NotebookNod
     cell.metadata["slideshow"] = {"slide_type": slide_type}
     cell.metadata.get("jupyter", {}).pop("source_hidden", None)
     return cell
+
+
+def _quiz_html(text: str, choices: list[tuple[str, str]] = (), choose: str | None = None,
+               bold: bool = False) -> str:
+    """Quiz text as the deck shows it: escaped and marked up by the quiz widget's own rule
+    (`labkit.quiz.widget.markup`: HTML-escaped, `code`, **bold** and $math$ kept), inside one HTML
+    block of one line, so nothing a quiz file holds reaches the page as HTML or as Markdown (a link,
+    an image): the deck shows what the widget shows."""
+    from labkit.quiz.widget import markup
+
+    html = f"<p>{f'<b>{markup(text)}</b>' if bold else markup(text)}</p>"
+    if choices:
+        html += "<ul>" + "".join(f"<li><b>{mark}.</b> {markup(choice)}</li>" for mark, choice in choices) + "</ul>"
+    if choose:
+        html += f"<p><em>{markup(choose)}</em></p>"
+    return f'<div class="quiz">{html}</div>'
 
 
 def _markdown(source: str) -> nbformat.NotebookNode:

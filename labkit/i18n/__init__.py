@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from labkit.i18n.catalog import key_of, read_catalog
+from labkit.i18n.catalog import CatalogError, key_of, read_catalog
 
 __all__ = ["LANGUAGES", "edition_folder", "language", "phrase", "speaking", "tr", "use_language"]
 
@@ -83,9 +83,19 @@ def phrase(text: str) -> str:
 def tr(text: str, /, **fields: object) -> str:
     """`text` in the current language, its `{fields}` filled in. A text with no translation (a
     learner's own question, say) is shown as written."""
-    if language() != "en":
-        text = _translations().get(key_of(text), text)
-    return text.format(**fields) if fields else text
+    translated = _translations().get(key_of(text)) if language() != "en" else None
+    if not fields:
+        return text if translated is None else translated
+    if translated is None:
+        return text.format(**fields)
+    try:
+        return translated.format(**fields)
+    except (ValueError, KeyError, IndexError, AttributeError) as error:  # a catalog's mistake, named
+        raise CatalogError(
+            f"the Chinese of {text!r} (block {key_of(text)} of a catalog in {TRANSLATIONS.as_posix()}/, labkit.md "
+            f"for labkit's messages) is not a template these fields fill ({type(error).__name__}: {error}): keep "
+            f"each {{field}} of the English as written, and double a brace meant as text ({{{{ or }}}}); then "
+            f"python -m labkit.course.translation check labkit") from None
 
 
 @cache

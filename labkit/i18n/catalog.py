@@ -22,10 +22,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Block", "Catalog", "Unit", "key_of", "read_catalog", "synced"]
+__all__ = ["Block", "Catalog", "CatalogError", "Unit", "key_of", "read_catalog", "synced"]
 
 HEADER = re.compile(r"^<!-- zh-CN ([0-9a-f]{12})( todo)?(?: · (.*?))? -->$", re.MULTILINE)
 ENGLISH_NOW = "<!-- English now (replace this block with its Chinese, then delete `todo` above) -->"
+
+
+class CatalogError(ValueError):
+    """A catalog that cannot be used as it is (not UTF-8, a folder, a finished block left empty, a
+    template whose {fields} are broken): the message names the file, the block and the fix."""
+
+
+FIX = "python -m labkit.course.translation sync <NN | glossary | labkit>"
 
 
 def key_of(english: str) -> str:
@@ -58,12 +66,29 @@ class Catalog:
     blocks: tuple[Block, ...]
 
     def translations(self) -> dict[str, str]:
-        """key -> Chinese, for every finished block."""
-        return {b.key: b.text for b in self.blocks if not b.todo}
+        """key -> Chinese, for every finished block. A finished block left empty is refused: it would
+        show an empty cell or question where the English has text."""
+        if self.empty:
+            raise CatalogError("\n".join(self._empty_problems()))
+        return self.finished()
+
+    @property
+    def empty(self) -> tuple[Block, ...]:
+        """Blocks marked finished (no `todo`) whose Chinese is blank."""
+        return tuple(b for b in self.blocks if not b.todo and not b.text.strip())
+
+    def finished(self) -> dict[str, str]:
+        """key -> Chinese, for every finished block that holds text (what `translations` returns, without
+        refusing the empty ones: for the tools that list them)."""
+        return {b.key: b.text for b in self.blocks if not b.todo and b.text.strip()}
+
+    def _empty_problems(self) -> list[str]:
+        return [f"{_shown(self.path)}: block {b.key} ({b.label or 'no label'}) is marked finished but holds no "
+                f"Chinese: write its translation, or put `todo` back in its header ({FIX} does)" for b in self.empty]
 
     def problems(self, units: list[Unit]) -> list[str]:
-        """What keeps this catalog from translating `units`: missing, stale, unfinished, or left over."""
-        done = self.translations()
+        """What keeps this catalog from translating `units`: missing, stale, unfinished, empty, or left over."""
+        done = self.finished()
         wanted = {u.key for u in units}
         known = {b.key for b in self.blocks}
         stale = [b for b in self.blocks if b.key not in wanted]
@@ -72,6 +97,8 @@ class Catalog:
         for unit in units:
             if unit.key in done:
                 continue
+            if unit.key in {b.key for b in self.empty}:
+                continue  # said below
             if unit.key in known:
                 out.append(f"{name}: {unit.label} is marked todo: translate it and delete `todo` from its header")
             else:
@@ -80,21 +107,40 @@ class Catalog:
                 out.append(f"{name}: {unit.label} has no translation{why}")
         out += [f"{name}: block {b.key} ({b.label or 'no label'}) translates English that is no longer there"
                 for b in stale]
+        out += [problem for problem, b in zip(self._empty_problems(), self.empty) if b.key in wanted]
         if out:
-            out.append(f"fix: python -m labkit.course.translation sync <NN | glossary | labkit>, translate the "
-                       f"`todo` blocks of {name}, then make translations")
+            out.append(f"fix: {FIX}, translate the `todo` blocks of {name}, then make translations")
         return out
 
 
 def _shown(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
+    try:  # the folder resolved, not the file: a catalog that is a link (to itself, even) keeps its name
+        return (path.parent.resolve() / path.name).relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, RuntimeError, OSError):  # outside the course, or a loop of links on the way
         return path.as_posix()
 
 
 def read_catalog(path: Path) -> Catalog:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    """The catalog at `path` (an empty one where there is no file yet); CatalogError, naming the
+    file and the fix, where it cannot be read as a catalog."""
+    if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO or a device: reading it never ends
+        raise CatalogError(f"{_shown(path)} is not a regular file (a pipe or a device): move it away, then {FIX} "
+                           f"writes the catalog")
+    try:  # a link to nothing, or to itself, is read to be named (exists() says False for it)
+        text = path.read_text(encoding="utf-8") if path.exists() or path.is_symlink() else ""
+    except IsADirectoryError:
+        raise CatalogError(f"{_shown(path)} is a folder, not a catalog (a Markdown file of translations): move it "
+                           f"away, then {FIX} writes the catalog") from None
+    except UnicodeDecodeError as error:
+        raise CatalogError(f"{_shown(path)} is not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset "
+                           f"{error.start}): save it as UTF-8 (an editor's \"encoding\" menu, or "
+                           f"iconv -f GB18030 -t UTF-8)") from None
+    except OSError as error:
+        raise CatalogError(f"{_shown(path)} cannot be read ({error.strerror})") from None
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.startswith("<!-- zh-CN") and not HEADER.match(line):  # else it would join the block above
+            raise CatalogError(f"{_shown(path)}:{number}: a block's header must read `<!-- zh-CN <the 12 hex digits "
+                               f"sync wrote>[ todo] · <label> -->`, got {line[:80]!r}: restore it as {FIX} wrote it")
     headers = list(HEADER.finditer(text))
     blocks = []
     for i, header in enumerate(headers):
@@ -108,7 +154,7 @@ def read_catalog(path: Path) -> Catalog:
 def synced(catalog: Catalog, units: list[Unit], preamble: str) -> str:
     """The catalog rewritten for `units`: finished blocks kept, a `todo` block for every English text
     without one (holding the English, and the old Chinese where the English changed in place)."""
-    done = catalog.translations()
+    done = catalog.finished()  # a finished block left empty is written as `todo` again, holding its English
     pending = {b.key: b.text for b in catalog.blocks if b.todo}
     old_keys = [b.key for b in catalog.blocks]
     old_text = {b.key: b.text for b in catalog.blocks}

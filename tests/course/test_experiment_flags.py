@@ -4,7 +4,10 @@ Exit status 1 means "a claim did not hold"; a bad flag is a usage error, exit 2,
 message naming the flag. So every option that takes a value has a bounded type from
 labkit.experiment (int_in, float_in, fraction, int_list) or a fixed set of `choices`, and --out
 must name a folder that can be created and written. The bounds keep a run within a laptop's
-minutes and memory; constraints between flags are the script's `check_arguments(args)`.
+minutes and memory, and where a claim holds: a claim holds at every value a flag allows, and a
+value where it cannot is refused. Constraints between flags are the script's `check_arguments(args)`.
+`ATTENTION_LAB_EXTREMES=1` runs every script at both ends of every flag (section (e)): an hour or
+more, so not in make test; run it after changing a bound or a claim.
 
 The scripts are found through the syllabus, and each one's parser is built without running it
 (Experiment.parser). A few end-to-end runs check that real command lines exit 2 in seconds.
@@ -236,6 +239,7 @@ COMMAND_LINES = [  # (script, arguments, the flag the message must name)
     ("08_flash/exp2_memory", ["--lengths", "256", "512", "1024", "2048", "4096", "8192", "16384", "32768", "65536"],
      "--lengths"),
     ("08_flash/exp1_online_softmax", ["--keys", "0"], "--keys"),
+    ("04_gqa/exp1_repeat_kv_memory", ["--kv-heads", "1"], "--kv-heads"),  # MQA: shown by every run, not a GQA claim
     ("08_flash/exp3_recomputation", ["--lengths", "256", "128"], "--lengths"),
     ("07_kv_cache/exp2_cost_per_token", ["--hidden", "100000"], "--hidden"),
     ("07_kv_cache/exp4_cache_growth", ["--initial", "1024", "--steps", "512"], "--initial"),
@@ -256,3 +260,43 @@ def test_bad_command_lines_exit_2_quickly(name, args, option, tmp_path):
     assert result.stdout == "", "nothing runs: not even the claim is printed"
     assert seconds < REFUSED_QUICKLY
     assert list(tmp_path.iterdir()) == [], "a refused run writes nothing"
+
+
+# --------------------------------------------------------------------------- (e) the extremes run
+
+EXTREMES_ENV = "ATTENTION_LAB_EXTREMES"
+
+
+def extremes() -> list[tuple[str, str, str]]:
+    """(script, flag, value): the smallest and the largest value of every bounded flag, and each choice
+    of a flag with choices, the other flags at their defaults."""
+    runs = []
+    for name, option in all_options():
+        if option == "--seed":
+            continue  # any seed: the claims are checked with margins the seed cannot cross
+        action = action_of(name, option)
+        values = just_inside(action.type) if isinstance(action.type, Bounded) else [
+            str(choice) for choice in action.choices if choice != action.default]
+        runs += [(name, option, value) for value in values]
+    return runs
+
+
+def test_the_reported_extremes_run(tmp_path):
+    """08_flash/exp1 at --keys 2 once divided by a tile of 0 keys; now its claims hold at the bound."""
+    result, _ = run_script("08_flash/exp1_online_softmax", "--keys", "2", "--out", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.skipif(not os.environ.get(EXTREMES_ENV), reason=(
+    f"{EXTREMES_ENV}=1 runs every script at both ends of every flag (about 230 runs: an hour or more on "
+    "2 cores, since the upper bounds are by design the largest runs a laptop should take minutes over); "
+    "run it after changing a bound or a claim"))
+@pytest.mark.parametrize("name, option, value", extremes() if os.environ.get(EXTREMES_ENV) else [])
+def test_at_every_bound_the_claims_hold_or_the_value_is_refused_by_name(name, option, value, tmp_path):
+    """A claim must hold at every value a flag allows: a value where it cannot is refused by name
+    (exit 2, from the flag's bounds or check_arguments), never a failed claim (exit 1) or a traceback."""
+    result, _ = run_script(name, f"{option}={value}", "--out", str(tmp_path / "figures"), cwd=tmp_path)
+    said = result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode in (0, 2) and "Traceback" not in result.stderr, f"{name} {option}={value}:\n{said}"
+    if result.returncode == 2:
+        assert "--" in result.stderr.strip().splitlines()[-1], f"the refusal names a flag:\n{said}"

@@ -16,14 +16,18 @@ Every violation is listed at once (file, cell or line, term), so a run shows the
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import nbformat
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from labkit.course.glossary import GLOSSARY_MD, Term, load_glossary, render
+from labkit.course.glossary import GLOSSARY_MD, GlossaryError, Term, load_glossary, render
 from labkit.syllabus import PLANNED_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,3 +140,62 @@ def test_links_into_the_glossary_name_an_entry():
 def test_no_term_is_used_before_its_module_unexplained():
     problems = violations()
     assert not problems, f"{len(problems)} terms used before their module, unexplained:\n" + "\n".join(problems)
+
+
+# ------------------------------------------------------------------------ the loader's named errors
+
+FIELD_VALUES = st.one_of(st.text(max_size=6), st.lists(st.one_of(st.text(max_size=4), st.integers()), max_size=3),
+                         st.integers(), st.booleans(), st.none(), st.sampled_from(["01", "00", "10", "77", ""]),
+                         st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+FIELDS = ("term", "forms", "gloss", "module", "zh", "zh_forms", "case_sensitive", "extra")
+
+
+def load_entries(tmp_path: Path, entries) -> list[Term]:
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "glossary.json").write_text(json.dumps({"terms": entries}), encoding="utf-8")
+    return load_glossary(tmp_path)
+
+
+def test_a_string_forms_is_named_not_read_letter_by_letter(tmp_path):
+    entry = {"term": "KV cache", "forms": "KV cache", "gloss": "The keys and values kept.", "module": "07"}
+    with pytest.raises(GlossaryError, match=r"entry 0 \('KV cache'\): forms must be a non-empty list of non-empty "
+                                            r"strings \(a string alone would be read letter by letter\)"):
+        load_entries(tmp_path, [entry])
+    with pytest.raises(GlossaryError, match="case_sensitive must be true or false, got \"yes\""):
+        load_entries(tmp_path, [{**entry, "forms": ["KV cache"], "case_sensitive": "yes"}])
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=200,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entry=st.dictionaries(st.sampled_from(FIELDS), FIELD_VALUES, max_size=8))
+def test_every_field_is_checked_for_its_type(tmp_path, entry):
+    try:
+        (term,) = load_entries(tmp_path, [entry])
+    except GlossaryError as error:
+        assert str(error).startswith("docs/glossary.json: entry 0 (")
+        return
+    assert isinstance(term.term, str) and term.term.strip() and isinstance(term.gloss, str) and term.gloss.strip()
+    assert term.forms and all(isinstance(f, str) and f.strip() for f in term.forms)
+    assert all(isinstance(f, str) and f.strip() for f in term.zh_forms) and isinstance(term.zh, str)
+    assert isinstance(term.case_sensitive, bool) and (term.module == "00" or term.module in PLANNED_MODULES)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\xff\xfe{", "docs/glossary.json is not UTF-8 text"),
+    (b"{\"terms\": [", "docs/glossary.json is not valid JSON"),
+    (b"[]", 'docs/glossary.json must be an object with a list "terms"'),
+    (None, "docs/glossary.json is a folder"),
+    (b"[" * 100_000 + b"]" * 100_000, "docs/glossary.json is JSON Python cannot read: maximum recursion depth"),
+    (b'{"terms": [{"module": ' + b"9" * 5000 + b"}]}", "docs/glossary.json is JSON Python cannot read: Exceeds"),
+    ("loop", "docs/glossary.json cannot be read: "),
+])
+def test_a_glossary_file_that_is_not_one_is_named(tmp_path, content, message):
+    (tmp_path / "docs").mkdir()
+    if content is None:
+        (tmp_path / "docs" / "glossary.json").mkdir()
+    elif content == "loop":  # a link to itself
+        (tmp_path / "docs" / "glossary.json").symlink_to(tmp_path / "docs" / "glossary.json")
+    else:
+        (tmp_path / "docs" / "glossary.json").write_bytes(content)
+    with pytest.raises(GlossaryError, match=re.escape(message)):
+        load_glossary(tmp_path)

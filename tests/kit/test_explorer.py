@@ -10,8 +10,11 @@ matplotlib.use("Agg")  # headless, whatever the environment says
 
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 import minimind_ref as mm  # noqa: E402
@@ -116,6 +119,130 @@ def test_top_keys_sorts_by_weight():
     assert len(top_keys(row, list("wxyz"), 10)) == 4
     with pytest.raises(ValueError, match="row"):
         top_keys(row, list("xyz"))
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    ({"layer": "0"}, TypeError, "layer must be \"all\" or an int from 0 to 1, got the string '0' (write 0 without "
+                                "quotes)"),
+    ({"layer": 1.0}, TypeError, "layer must be a whole number (an int) from 0 to 1, got float 1.0"),
+    ({"layer": True}, TypeError, "got bool True"),
+    ({"head": float("nan")}, TypeError, "head must be a whole number (an int) from 0 to 3, got float nan"),
+    ({"max_tokens": 2.5}, TypeError, "max_tokens must be a whole number (an int) of at least 1, got float 2.5"),
+    ({"max_tokens": 0}, ValueError, "max_tokens must be a whole number of at least 1, got 0"),
+    ({"top_k": float("nan")}, TypeError, "top_k must be a whole number (an int) from 1 to 10, got float nan"),
+    ({"top_k": 11}, ValueError, "top_k must be a whole number from 1 to 10, got 11"),
+    ({"query": 6}, ValueError, "query must be a position of the prompt's 6 tokens, 0 to 5 (or None for the last)"),
+    ({"query": -1}, ValueError, "query must be a whole number of at least 0, got -1"),
+    ({"prompt": None}, TypeError, "prompt must be a string, got NoneType None"),
+    ({"prompt": "\ud800"}, ValueError, "the prompt cannot be encoded"),
+])
+def test_each_wrong_argument_is_named_where_explore_was_called(model, arguments, error, message):
+    with pytest.raises(error) as raised:
+        explore(model, ByteTokenizer(), **{"prompt": PROMPT, **arguments})
+    assert str(raised.value).startswith("explore: ") and message in str(raised.value)
+
+
+def test_a_model_and_a_tokenizer_of_the_wrong_kind_are_named(model):
+    with pytest.raises(TypeError, match="explore: model must be a MiniMind model"):
+        explore(None, ByteTokenizer())
+    with pytest.raises(TypeError, match=r"explore: tokenizer must have encode\(text\) -> ids"):
+        explore(model, "abc")
+
+    class Silent:  # a tokenizer that gives no token for an empty prompt
+        def encode(self, text):
+            return list(text.encode())
+
+        def labels(self, ids):
+            return [chr(i) for i in ids]
+
+    with pytest.raises(ValueError, match="explore: the prompt '' has no tokens"):
+        explore(model, Silent(), prompt="")
+    explorer = explore(model, Silent(), prompt="ab")
+    before = explorer.weights
+    explorer.prompt.value = ""  # typed in the box: said under the maps, the last prompt's maps kept
+    assert explorer.weights is before and "no tokens" in explorer.top_keys_html.value
+
+
+class Fixed:
+    """A tokenizer that returns what it was given, whatever the prompt: a tokenizer of another model."""
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def encode(self, text):
+        return self.ids
+
+    def labels(self, ids):
+        return [str(i) for i in ids]
+
+
+@pytest.mark.parametrize("ids, error, message", [
+    ([1, 257], ValueError, "each token id tokenizer.encode(prompt) returns must be a whole number from 0 to 256, "
+                           "got 257"),
+    ([-1], ValueError, "from 0 to 256, got -1"),
+    (["a", "b"], TypeError, "must be a whole number (an int) from 0 to 256, got str 'a'"),
+    ([1.0], TypeError, "got float 1.0"),
+    ([[1, 2]], TypeError, "got list [1, 2]"),
+    (None, TypeError, "tokenizer.encode(prompt) must return a list of token ids, got NoneType None"),
+    (torch.tensor([[1, 2]]), TypeError, "must return a list of token ids, got Tensor"),
+])
+def test_what_the_tokenizer_returns_is_named_as_the_tokenizers(model, ids, error, message):
+    with pytest.raises(error) as raised:
+        explore(model, Fixed(ids), prompt="x")
+    assert str(raised.value).startswith("explore: ") and message in str(raised.value)
+    explorer = explore(model, Fixed(torch.tensor([1, 2, 3])), prompt="x")  # a tensor of ids is a list of ids
+    explorer.tokenizer = Fixed([1, 999])
+    explorer.prompt.value = "typed"  # typed in the box: said under the maps, the last prompt's maps kept
+    assert explorer.weights.shape[-1] == 3 and "got 999" in explorer.top_keys_html.value
+
+
+def test_a_model_without_weights_is_named(model):
+    with pytest.raises(ValueError, match="explore: model is on the meta device: it has shapes but no weights"):
+        explore(mm.MiniMindForCausalLM(model.config).to("meta"), ByteTokenizer(), prompt=PROMPT)
+
+
+def test_numpy_integers_are_integers_and_long_prompts_stop_at_the_models_positions(model):
+    explorer = explore(model, ByteTokenizer(), prompt="y" * 300, layer=np.int64(1), head=np.int32(2),
+                       top_k=np.int64(2), query=np.int64(3), max_tokens=10 ** 30)
+    assert explorer.layer.value == 1 and explorer.head.value == 2 and explorer.query.value == 3
+    assert explorer.weights.shape[-1] == model.config.max_position_embeddings
+
+
+CHOICE = st.one_of(st.integers(-2, 12), st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(),
+                   st.sampled_from(["all", "All", "1", "", 10 ** 30, [0]]), st.integers(0, 3).map(np.int64))
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=60,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(layer=CHOICE, head=CHOICE, query=CHOICE, top_k=CHOICE, max_tokens=CHOICE)
+def test_explore_draws_what_it_was_asked_or_names_the_argument(model, layer, head, query, top_k, max_tokens):
+    try:
+        explorer = explore(model, ByteTokenizer(), prompt=PROMPT, layer=layer, head=head, query=query, top_k=top_k,
+                           max_tokens=max_tokens)
+    except (TypeError, ValueError) as error:
+        assert str(error).startswith("explore: ") and len(str(error)) < 300
+        return
+    finally:
+        plt.close("all")
+    assert explorer.layer.value == layer and explorer.head.value == head and explorer.top_k.value == top_k
+    assert explorer.query.value == (explorer.query.max if query is None else query)
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=150)
+@given(k=CHOICE, row=st.one_of(st.lists(st.floats(allow_nan=True), min_size=3, max_size=3).map(torch.tensor),
+                               st.sampled_from([[0.1, 0.2, 0.7], torch.tensor([1, 2, 3]), torch.ones(3, 1),
+                                                torch.ones(3, dtype=torch.complex64), torch.ones(3, device="meta"),
+                                                torch.ones(3).to_sparse(), np.ones(3), [[0.1], [0.2, 0.7]],
+                                                torch.tensor([1e308, -1e308, 0.0], dtype=torch.float64)])),
+       labels=st.sampled_from([list("abc"), ("a", "b", "c"), "abc", None, ["a"], 3]))
+def test_top_keys_lists_at_most_k_keys_or_names_the_argument(k, row, labels):
+    try:
+        keys = top_keys(row, labels, k)
+    except (TypeError, ValueError) as error:
+        assert str(error).startswith("top_keys: ") and len(str(error)) < 300
+        return
+    positions = [p for p, _, _ in keys]
+    assert len(keys) == min(k, 3) and len(set(positions)) == len(positions)
 
 
 def test_in_a_kernel_the_figure_lands_in_the_widget(tmp_path):

@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from kernel_cells import run_cells  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -413,3 +415,70 @@ def test_small_maps_show_their_values_by_default_and_large_ones_do_not():
 def test_a_tiny_negative_is_written_as_zero_not_minus_zero():
     texts = {t.get_text() for t in maps(show_heatmaps(torch.tensor([[-1e-9, -0.5], [0.25, 1.0]])))[0].texts}
     assert texts == {"0.00", "-0.50", "0.25", "1.00"}
+
+
+# ------------------------------------------------------------------------------- hostile inputs
+
+NAMED = ("weights", "the colour scale", "show_heatmaps: ", "vmin", "vmax", "map_size", "annotate", "fmt", "x_labels",
+         "titles", "cmap")
+NUMBER = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                   st.sampled_from([1e308, -1e308, 1e300, -1e-320, 0.0]),
+                   st.integers(-10 ** 20, 10 ** 20), st.booleans())
+ROW = st.lists(NUMBER, min_size=1, max_size=3)
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=80,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(weights=st.one_of(st.lists(ROW, min_size=1, max_size=3),  # ragged when the rows differ in length
+                         st.lists(ROW, min_size=1, max_size=2).map(lambda rows: np.array(rows, dtype=object)),
+                         st.lists(NUMBER, min_size=4, max_size=4).map(lambda xs: torch.tensor(xs, dtype=torch.float64)
+                                                                       .reshape(2, 2)),
+                         st.sampled_from([[[1, "a"]], [[None]], [[10 ** 400]], [[[1, 2], [3]]], "abc", 3.0])),
+       vmin=st.one_of(st.none(), NUMBER, st.just("0")), vmax=st.one_of(st.none(), NUMBER))
+def test_any_weights_draw_or_are_refused_by_name(weights, vmin, vmax):
+    try:
+        fig = show_heatmaps(weights, vmin=vmin, vmax=vmax)
+    except (TypeError, ValueError) as error:
+        assert str(error).startswith(NAMED), f"a raw error: {error!r}"
+        return
+    fig.canvas.draw()  # matplotlib's own arithmetic on the scale runs here
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("weights, message", [
+    ([[1.0, 2.0], [3.0]], "weights is a ragged list (rows of different lengths: [2, 1])"),
+    ([[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0]]], "weights is a ragged list (rows of different lengths: [2, 1])"),
+    ([[1e308, -1e308], [0.0, 1.0]], "the colour scale runs from -1e+308 to 1e+308: beyond +-1e+300"),
+    (torch.ones(2, 2, device="meta"), "weights is a meta tensor: it has a shape but no values to draw"),
+    (torch.nested.nested_tensor([torch.ones(2, 2), torch.ones(3, 3)]), "weights is a nested tensor"),
+    (torch.ones(17, 16, 2, 2), "weights has shape [17, 16, 2, 2]: 272 maps, more than the 256"),
+    (torch.ones(1, 4097, 4097), "cells, more than the 16,777,216 a figure can show"),
+    ([[10 ** 400, 1]], "weights holds an integer too large for a float"),
+])
+def test_hostile_weights_are_named(weights, message):
+    with pytest.raises(ValueError) as error:
+        show_heatmaps(weights)
+    assert message in str(error.value)
+
+
+def test_sparse_and_huge_but_finite_weights_are_drawn():
+    sparse = torch.sparse_coo_tensor([[0, 1], [1, 0]], [0.25, 0.75], (2, 2))
+    assert maps(show_heatmaps(sparse))[0].images[0].get_array().data.tolist() == [[0, 0.25], [0.75, 0]]
+    big = show_heatmaps(np.array([[1e299, -1e299], [10 ** 30, 1]], dtype=object))
+    big.canvas.draw()
+    constant = show_heatmaps(torch.full((2, 2), -1e20))  # all equal: a scale around the value
+    constant.canvas.draw()
+
+
+def test_options_that_python_would_coerce_are_refused():
+    with pytest.raises(TypeError, match="show_heatmaps: vmin must be a number, got str '0'"):
+        show_heatmaps(torch.rand(2, 2), vmin="0")
+    with pytest.raises(TypeError, match="show_heatmaps: vmax must be a number, got bool True"):
+        show_heatmaps(torch.rand(2, 2), vmax=True)
+    with pytest.raises(TypeError, match="show_heatmaps: colorbar must be True or False, got str 'no'"):
+        show_heatmaps(torch.rand(2, 2), colorbar="no")
+    with pytest.raises(ValueError, match="map_size must be a number of inches or .*got '3'"):
+        show_heatmaps(torch.rand(2, 2), map_size="3")
+    show_heatmaps(torch.rand(2, 2), vmin=np.float32(0), annotate=np.bool_(True), colorbar=np.bool_(False))
+    fig = show_heatmaps(torch.rand(2, 2), x_labels=["x" * 5000, "y"])
+    assert len(maps(fig)[0].get_xticklabels()[0].get_text()) == 40, "a huge label is cut, the figure stays a figure"

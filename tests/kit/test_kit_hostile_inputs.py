@@ -15,11 +15,13 @@ import sys
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labkit.arguments import flag, real, whole
 from labkit.checks import STRICT_ENV, CheckResult, check
 from labkit.course import cli
 from labkit.experiment import Experiment, float_in, fraction, int_in, int_list, output_folder
@@ -290,3 +292,50 @@ def test_check_and_the_grader_accept_and_refuse_the_same_entries():
         with LENIENT:
             verdict = check("entry", actual[0, column:column + 1], expected[0, column:column + 1], atol=1e-4, rtol=1e-4)
         assert verdict.passed is not refused
+
+
+# -------------------------------------------------------- the kit's own arguments (labkit.arguments)
+
+ANY_VALUE = st.one_of(
+    st.integers(-10 ** 30, 10 ** 30), st.integers(-10 ** 400, 10 ** 400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(), st.none(), st.text(max_size=6), st.binary(max_size=4), st.complex_numbers(max_magnitude=10),
+    st.sampled_from(["3", "2.5", "nan", "all", "4" * 5000, [1], (2,), {3: 4}, object()]),
+    st.integers(-2 ** 63, 2 ** 63 - 1).map(np.int64), st.integers(0, 255).map(np.uint8),
+    st.floats(allow_nan=True, allow_infinity=True, width=32).map(np.float32), st.booleans().map(np.bool_),
+    st.integers(-5, 5).map(torch.tensor))
+
+
+@settings(DERANDOMISED, max_examples=400)
+@given(value=ANY_VALUE, low=st.one_of(st.none(), st.integers(-3, 3)), span=st.one_of(st.none(), st.integers(0, 10)))
+def test_whole_gives_an_int_in_bounds_or_names_the_argument(value, low, span):
+    high = None if span is None or low is None else low + span
+    try:
+        number = whole("f", "size", value, low=low, high=high)
+    except (TypeError, ValueError) as error:
+        assert str(error).startswith("f: size must be a whole number") and len(str(error)) < 300
+        return
+    assert type(number) is int and not isinstance(value, (bool, np.bool_, float, str))
+    assert (low is None or number >= low) and (high is None or number <= high) and number == value
+
+
+@settings(DERANDOMISED, max_examples=400)
+@given(value=ANY_VALUE, low=st.one_of(st.none(), st.floats(-5, 5)), low_open=st.booleans())
+def test_real_gives_a_finite_float_in_bounds_or_names_the_argument(value, low, low_open):
+    try:
+        number = real("f", "scale", value, low=low, low_open=low_open)
+    except (TypeError, ValueError) as error:
+        assert str(error).startswith("f: scale ") and len(str(error)) < 300
+        return
+    assert type(number) is float and math.isfinite(number) and not isinstance(value, (bool, np.bool_, str))
+    assert low is None or (number > low if low_open else number >= low)
+
+
+@settings(DERANDOMISED, max_examples=100)
+@given(value=ANY_VALUE)
+def test_flag_takes_true_or_false_only(value):
+    try:
+        assert flag("f", "colorbar", value) is bool(value) and isinstance(value, (bool, np.bool_))
+    except TypeError as error:
+        assert str(error).startswith("f: colorbar must be True or False, got ") and len(str(error)) < 300
+        assert not isinstance(value, (bool, np.bool_))

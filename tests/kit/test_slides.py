@@ -10,6 +10,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from labkit.course.slide_deck import (
     SLIDE_HEIGHT,
@@ -147,7 +149,7 @@ def test_an_exercise_is_shown_as_set_and_its_solution_follows_or_is_left_out():
 
 
 def test_the_quiz_is_a_slide_per_question_with_its_answer_a_fragment():
-    from labkit.quiz.widget import resolve_quiz
+    from labkit.quiz.widget import markup, resolve_quiz
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('show_quiz("06")')])
     deck = deck_notebook(notebook, NOTEBOOKS / "06_rope.ipynb", OUT)
@@ -156,9 +158,9 @@ def test_the_quiz_is_a_slide_per_question_with_its_answer_a_fragment():
     assert len(slides) == len(questions)
     for number, (slide, question) in enumerate(zip(slides, questions), 1):
         assert slide[0].source.splitlines()[0].endswith(f"Quiz: question {number} of {len(questions)}")
-        assert question.question in slide[0].source
+        assert markup(question.question) in slide[0].source, "the quiz widget's own markup"
         answer = slide[1]
-        assert answer.metadata.slideshow["slide_type"] == "fragment" and question.answer_text() in answer.source
+        assert answer.metadata.slideshow["slide_type"] == "fragment" and markup(question.answer_text()) in answer.source
 
 
 def test_links_work_from_the_deck_folder_and_widgets_lose_their_live_output():
@@ -226,7 +228,7 @@ def test_a_chinese_deck_speaks_chinese():
     Chinese (one answer key: the English quiz's, shown through its catalog)."""
     from labkit.i18n import speaking
     from labkit.quiz.model import shown
-    from labkit.quiz.widget import resolve_quiz
+    from labkit.quiz.widget import markup, resolve_quiz
 
     chinese = NOTEBOOKS / "zh-CN" / "05_masking.ipynb"
     if not chinese.exists():
@@ -234,7 +236,77 @@ def test_a_chinese_deck_speaks_chinese():
     with speaking("zh-CN"):
         deck = deck_notebook(nbformat.read(chinese, as_version=4), chinese, OUT / "zh-CN")
         english = resolve_quiz("05").questions[0].question
-        zh_question = shown(english)
+        zh_question = markup(shown(english))
     text = "\n".join(cell.source for cell in deck.cells)
     assert "参考解答：" in text and "测验：第 1 题" in text
-    assert zh_question != english and zh_question in text and english not in text
+    assert zh_question != markup(english) and zh_question in text and markup(english) not in text
+
+
+# ------------------------------------------------------------------------- quiz text is text, not HTML
+
+HOSTILE = ['<img src=x onerror="alert(1)">', "<script>alert(2)</script>", "<svg onload=alert(3)>",
+           "</div><iframe src=javascript:alert(4)>", "[a link](javascript:alert(5))", '![i](x" onerror="alert(6))',
+           "<a href='javascript:alert(7)'>x</a>", "&lt;b&gt;", "<!-- x --><style>*{}</style>", "`<b>code</b>`",
+           "**<i>bold</i>**", "$x < y$ and $$<img src=x onerror=alert(8)>$$", "<details open ontoggle=alert(9)>"]
+# What the deck writes around quiz text, and what markup() makes of `code`, **bold** and line breaks.
+ALLOWED = {("h2", ("id",)), ("h3", ("id",)), ("div", ("class",)), ("p", ()), ("ul", ()),
+           ("li", ()), ("b", ()), ("em", ()), ("code", ()), ("br", ())}
+
+
+def quiz_file(tmp_path: Path, texts: list[str]) -> Path:
+    import json
+
+    text = "Q " + " ".join(texts)  # a quiz's texts are never empty
+    quiz = {"module": "06_rope", "title": text, "description": text, "questions": [
+        {"id": "one", "type": "single", "question": text, "choices": [text, text + " (2)"], "answer": 0,
+         "explanation": text, "hint": text, "unchecked": "a test of the deck"},
+        {"id": "two", "type": "multiple", "question": text, "choices": [text, "x"], "answer": [0, 1],
+         "explanation": text * 30, "unchecked": "a test of the deck"},  # too long to fit: a speaker note
+        {"id": "three", "type": "numeric", "question": text, "answer": 3, "tolerance": 0, "unit": text,
+         "explanation": text, "unchecked": "a test of the deck"}]}
+    path = tmp_path / "06_rope.json"
+    path.write_text(json.dumps(quiz), encoding="utf-8")
+    return path
+
+
+def rendered_tags(deck) -> list[tuple[str, tuple[str, ...]]]:
+    """Every HTML tag in the deck's cells as nbconvert renders their Markdown, with its attributes."""
+    from html.parser import HTMLParser
+
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    found = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "a" and dict(attrs).get("class") == "anchor-link" and dict(attrs)["href"].startswith("#Quiz"):
+                return  # the link nbconvert gives each heading
+            found.append((tag, tuple(sorted(name for name, _ in attrs))))
+
+    for cell in deck.cells:
+        Tags().feed(markdown2html_mistune(cell.source))
+    return found
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=25,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(alphabet="<>&\"'=/ `*$[]()!a:\n", max_size=30)),
+                      min_size=1, max_size=4))
+def test_quiz_text_reaches_the_deck_as_text(tmp_path, texts):
+    """Any HTML or Markdown a quiz file can hold is shown as text: the rendered deck holds only the tags
+    the deck itself writes, and no attribute a script could hide in."""
+    cell = nbformat.v4.new_code_cell(f"show_quiz({str(quiz_file(tmp_path, texts))!r})")
+    deck = deck_notebook(nbformat.v4.new_notebook(cells=[cell]), NOTEBOOKS / "06_rope.ipynb", OUT)
+    unexpected = [tag for tag in rendered_tags(deck) if tag not in ALLOWED]
+    assert not unexpected, f"quiz text became HTML: {unexpected}"
+
+
+def test_the_reported_onerror_image_is_text_in_the_written_deck(tmp_path):
+    """The reported case, end to end: the HTML file `make slides` writes shows the tag as text."""
+    quiz = nbformat.v4.new_code_cell(f"show_quiz({str(quiz_file(tmp_path, HOSTILE[:1]))!r})")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Quiz"), quiz])
+    source = tmp_path / "06_rope.ipynb"
+    nbformat.write(notebook, source)
+    html = write_slides(source, tmp_path / "deck", ROOT).read_text(encoding="utf-8")
+    assert "onerror" in html and not re.search(r"<img[^>]*onerror", html, re.I)
+    assert '&lt;img src=x onerror="alert(1)"&gt;' in html

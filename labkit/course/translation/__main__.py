@@ -31,7 +31,7 @@ from labkit.course.translation.edition import (
     write_glossary,
     zh_notebook,
 )
-from labkit.i18n.catalog import read_catalog, synced
+from labkit.i18n.catalog import CatalogError, read_catalog, synced
 from labkit.syllabus import find_course_root
 
 USAGE = __doc__.split("\n\n")[1]
@@ -133,6 +133,17 @@ def stamp(root: Path, name: str) -> int:
 
 
 def main(argv: list[str]) -> int:
+    """The command; a catalog or glossary that cannot be read is named in one message, exit 1."""
+    from labkit.course.glossary import GlossaryError
+
+    try:
+        return _command(argv)
+    except (CatalogError, GlossaryError) as error:
+        print(f"python -m labkit.course.translation: {error}", file=sys.stderr)
+        return 1
+
+
+def _command(argv: list[str]) -> int:
     if not argv or argv[0] not in ("sync", "build", "check", "stamp"):
         return _usage("say what to do")
     root = find_course_root()

@@ -38,7 +38,7 @@ def catalog_problems(root: Path, target: str) -> list[str]:
 def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool = True) -> list[str]:
     """For each finished translation: what it changed of its English (`kept`), and the glossary's terms."""
     _, path, units, _ = catalog_of(root, target)
-    done = read_catalog(path).translations() if path.exists() else {}
+    done = read_catalog(path).finished() if path.exists() else {}  # an empty block: catalog_problems says so
     glossary = load_glossary(root) if terms else []
     here, there = root / "notebooks", root / "notebooks" / LANG
     out, seen = [], set()
@@ -64,11 +64,23 @@ def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool
 
 
 def _fields_problems(english: str, chinese: str) -> list[str]:
+    """A message template's {fields}: the Chinese must be a template (braces in pairs) with the
+    English's fields, each with the same format and conversion, or tr() fails when it fills them."""
     import string
 
-    fields = {name for _, name, _, _ in string.Formatter().parse(english) if name is not None}
-    zh_fields = {name for _, name, _, _ in string.Formatter().parse(chinese) if name is not None}
-    return [] if fields == zh_fields else [f"fields: the English has {sorted(fields)}, the Chinese {sorted(zh_fields)}"]
+    def fields(text: str) -> set[str]:
+        return set("{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                      for _, name, spec, conversion in string.Formatter().parse(text) if name is not None)
+
+    try:
+        zh_fields = fields(chinese)
+    except ValueError as error:
+        return [f"fields: the Chinese is not a template ({error}): keep each {{field}} of the English as written, "
+                f"and double a brace meant as text ({{{{ or }}}})"]
+    en_fields = fields(english)
+    if en_fields == zh_fields:
+        return []
+    return [f"fields: the English has {sorted(en_fields)}, the Chinese {sorted(zh_fields)}"]
 
 
 def notebook_file_problems(root: Path, stem: str) -> list[str]:
