@@ -33,7 +33,7 @@ from pathlib import Path
 
 from labkit.syllabus import PLANNED_MODULES, find_course_root
 
-__all__ = ["GlossaryError", "Term", "anchor", "load_glossary", "render", "render_translated", "write"]
+__all__ = ["GlossaryError", "Term", "anchor", "headword", "load_glossary", "render", "render_translated", "write"]
 
 GLOSSARY_JSON = Path("docs") / "glossary.json"
 GLOSSARY_MD = Path("docs") / "glossary.md"
@@ -184,17 +184,32 @@ def render(terms: list[Term]) -> str:
     return "\n".join(lines)
 
 
+def headword(term: Term) -> str:
+    """The Chinese page's heading for a term: its Chinese, with the English beside it unless the
+    Chinese already writes it ("预填充（prefill）", "注意力头（head）", "softmax")."""
+    if not term.zh or term.term.lower() in term.zh.lower():
+        return term.zh or term.term
+    return f"{term.zh}（{term.term}）"
+
+
+def _index_key(term: Term) -> tuple[bool, str]:
+    """Dictionary order: Latin first, A-Z; then Chinese by code point, which is radical-and-stroke order."""
+    word = headword(term)
+    return (not word[:1].isascii(), word.lower())
+
+
 def render_translated(terms: list[Term], translate: Callable[[str], str]) -> str:
-    """docs/glossary.zh-CN.md: the same page in Chinese. Headings stay the English terms, so that every
-    anchor is the English page's and a link works on both; each entry gives the Chinese term first."""
+    """docs/glossary.zh-CN.md: the same page in Chinese. Each heading is the Chinese headword with the
+    English term beside it, under an explicit anchor that is the English page's (`<a id="kv-cache">`),
+    so that a link works on both pages; an index lists the headwords in dictionary order."""
     lines = ["# 术语表", "",
              "<!-- Generated from docs/glossary.json and translations/zh-CN/glossary.md by `make translations`: "
              "edit those, not this page. -->", "",
              "[English](glossary.md) · 简体中文", "",
              "课程用到的每个技术术语：中文写法、一句话解释，以及讲授它的模块。另见[速查表](cheatsheet.zh-CN.md)"
              "（公式、形状和 MiniMind 的各项数值）。", "",
-             "**A-Z:** " + " · ".join(f"[{t.term}](#{t.anchor})"
-                                     for t in sorted(terms, key=lambda t: t.term.lower())), ""]
+             "**索引**（拉丁字母开头的按字母顺序，汉字开头的按部首笔画）：" + " · ".join(
+                 f"[{headword(t)}](#{t.anchor})" for t in sorted(terms, key=_index_key)), ""]
     for number in ["00", *PLANNED_MODULES]:
         group = [t for t in terms if t.module == number]
         if not group:
@@ -203,7 +218,7 @@ def render_translated(terms: list[Term], translate: Callable[[str], str]) -> str
         link = link.replace("README.md", "README.zh-CN.md").replace("notebooks/", "notebooks/zh-CN/")
         lines += [f"## {number} · {translate(title)}", ""]
         for t in group:
-            lines += [f"### {t.term}", "", f"**{t.zh}**：{translate(t.gloss)}", ""]
+            lines += [f'<a id="{t.anchor}"></a>', "", f"### {headword(t)}", "", translate(t.gloss), ""]
             extra = [f"讲授于 [{number}]({link})"]
             others = [f for f in t.forms if f.strip("`").lower() != t.term.lower()]
             if others:

@@ -115,7 +115,9 @@ LINK = re.compile(r"(\]\(|href=\")([^)\"\s]+)")
 def twin_link(root: Path, folder: Path, target: str, new_folder: Path) -> str:
     """A link written in `folder` (relative), as written from `new_folder`, sent to the Chinese twin
     of its target where one exists. An anchor into a Chinese twin is kept only for the glossary,
-    whose Chinese page keeps the English anchors; otherwise the link stays on the English page."""
+    whose Chinese page keeps the English anchors; otherwise the link stays on the English page. A
+    quiz's twin is its catalog, translations/zh-CN/quizzes/NN_slug.md: the quiz in Chinese (the answers
+    stay in the JSON; the learner takes it with `make quiz M=NN LANG=zh-CN` or the notebook's widget)."""
     if re.match(r"^[a-z][a-z+.-]*:", target) or target.startswith(("#", "/")):
         return target
     path_part, hash_, anchor = target.partition("#")
@@ -123,6 +125,8 @@ def twin_link(root: Path, folder: Path, target: str, new_folder: Path) -> str:
     twin = None
     if resolved.suffix == ".ipynb" and resolved.parent == root / "notebooks":
         twin = resolved.parent / LANG / resolved.name
+    elif resolved.suffix == ".json" and resolved.parent == root / "quizzes":
+        twin = root / CATALOGS / "quizzes" / f"{resolved.stem}.md"
     elif resolved.suffix == ".md":
         twin = resolved.with_name(f"{resolved.stem}.{LANG}.md")
     if twin is not None and twin.exists() and (not anchor or twin.name == f"glossary.{LANG}.md"):
