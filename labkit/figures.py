@@ -11,6 +11,10 @@ other backend that can show them.
 `readable_ticks` gives log axes and large numbers plain tick labels; the experiment scaffold
 applies it to every figure it saves, so a script's plot reads right without asking.
 
+Each figure a notebook draws inline carries, in its output's metadata, the size of the smallest
+text on it in the PNG's own pixels (`"image/png": {"text_px": 13.9}`, `record_text_sizes`), so
+that the slides can show it large enough to read (labkit/course/slide_deck.py).
+
 `figure_tr` and `use_chinese_font` put the Chinese edition's words on a figure only where they can
 be drawn: matplotlib's own fonts have no Chinese characters, so a label is translated when a font
 with them is installed (Noto Sans CJK, Source Han Sans, WenQuanYi, PingFang, Microsoft YaHei, ...)
@@ -21,7 +25,8 @@ from __future__ import annotations
 
 import logging
 import re
-from functools import cache
+from contextlib import contextmanager
+from functools import cache, wraps
 
 from .i18n import language, tr
 
@@ -99,7 +104,62 @@ def show_figures_inline() -> bool:
     if not inline and backend not in backend_registry.list_builtin(BackendFilter.NON_INTERACTIVE):
         return False
     shell.run_line_magic("matplotlib", "inline")
+    record_text_sizes(shell)
     return True
+
+
+TEXT_PX = "text_px"  # the key, in an output's "image/png" metadata, of its smallest text in image pixels
+
+
+def record_text_sizes(shell) -> None:
+    """Make the kernel's PNG picture of a Figure carry the size of its smallest text, in the PNG's
+    own pixels, as `metadata["image/png"]["text_px"]`. A slide shows the image at some scale; the
+    text the audience reads is this size times that scale, which the slides need (to draw a
+    figure large enough) and the browser test measures. The size is what matplotlib drew, not what
+    the code asked for: every visible text of the picture (tick labels, legends, annotations),
+    its font size in points at the picture's resolution; None for a picture without text."""
+    from matplotlib.figure import Figure
+
+    formatter = shell.display_formatter.formatters["image/png"]
+    try:
+        draw = formatter.lookup_by_type(Figure)
+    except KeyError:  # the backend draws figures in another format: nothing to record
+        return
+    if getattr(draw, "records_text", False):
+        return
+
+    @wraps(draw)
+    def picture_with_text_sizes(figure):
+        with _text_sizes_drawn() as sizes:
+            drawn = draw(figure)
+        data, metadata = drawn if isinstance(drawn, tuple) else (drawn, None)
+        if data is None:
+            return drawn
+        return data, {**(metadata or {}), TEXT_PX: round(min(sizes), 1) if sizes else None}
+
+    picture_with_text_sizes.records_text = True
+    formatter.for_type(Figure, picture_with_text_sizes)
+
+
+@contextmanager
+def _text_sizes_drawn():
+    """The pixel size of every non-empty visible text matplotlib draws while the block runs."""
+    from matplotlib.text import Text
+
+    sizes: list[float] = []
+    draw = Text.draw
+
+    @wraps(draw)
+    def recording(text, renderer, *args, **kwargs):
+        if renderer is not None and text.get_visible() and text.get_text().strip():
+            sizes.append(renderer.points_to_pixels(text.get_fontsize()))
+        return draw(text, renderer, *args, **kwargs)
+
+    Text.draw = recording
+    try:
+        yield sizes
+    finally:
+        Text.draw = draw
 
 
 def plain_number(value: float, _position: object = None) -> str:

@@ -63,6 +63,17 @@ window.MathJax = {
 {{ resources.slides_css }}
 </style>
 {%- endblock html_head_css -%}
+{#- A figure's smallest text in its own pixels (labkit/figures.py, record_text_sizes), for the
+    browser test to measure as the slide shows it: "none" for a figure without text. -#}
+{% block data_png scoped %}
+{%- set meta = output.metadata.get('image/png', {}) -%}
+{%- if 'text_px' in meta -%}
+{%- set text_px = meta.text_px if meta.text_px is not none else 'none' -%}
+{{ super() | replace('<img ', '<img data-text-px="' ~ text_px ~ '" ', 1) }}
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{% endblock data_png %}
 {% block footer_js %}
 <script src="{{ resources.reveal.url_prefix }}/dist/reveal.js"></script>
 <script src="{{ resources.reveal.url_prefix }}/plugin/notes/notes.js"></script>

@@ -1,5 +1,8 @@
 """`make slides M=NN`: what goes on which slide, and a deck that loads nothing from the network.
-How the slides look in a browser is tests/kit/test_slides_browser.py's job."""
+How the slides look in a browser is tests/kit/test_slides_browser.py's job; what the layout
+promises of every real deck, in both languages (no slide ends on a lead-in, no output without its
+code or a title that says so, every title says what the slide holds), is held here, where it is
+cheap."""
 
 from __future__ import annotations
 
@@ -12,20 +15,26 @@ import nbformat
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_cells import run_cells
 
 from labkit.course.slide_deck import (
+    FIGURE_TEXT_PX,
+    MAX_ENLARGE,
     SLIDE_HEIGHT,
     SLIDE_WIDTH,
     block_height,
     code_height,
     deck_notebook,
+    is_lead_in,
     markdown_blocks,
     solution_source,
     split_code,
+    text_width,
     title_height,
 )
 from labkit.course.slides import deck_name, remote_urls, write_slides
 from labkit.course.student import BEGIN, END, PLACEHOLDER
+from labkit.i18n import speaking
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -140,9 +149,11 @@ def test_an_exercise_is_shown_as_set_and_its_solution_follows_or_is_left_out():
     with_solution = deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT)
     slides = slides_of(with_solution)
     exercise, solution = slides[0], slides[1]
-    assert exercise[0].source.startswith("### Exercise 1\n\nWrite f.") and PLACEHOLDER in exercise[1].source
+    assert exercise[0].source.startswith("### Exercise 1 (1/2)\n\nWrite f.") and PLACEHOLDER in exercise[1].source
     assert "x + 1" not in "".join(cell.source for cell in exercise), "the exercise and its prose on one slide"
-    assert solution[0].source == "### Solution: `f`"
+    assert solution[0].source == "### Exercise 1 (solution)", "titled by the exercise it solves"
+    assert solution[0].metadata["slide_kind"] == "solution"
+    assert slides[2][0].source == "### Exercise 1 (2/2)", "the check goes on numbering the exercise's slides"
     assert solution[1].source == solution_source(source) == "def f(x):\n    return x + 1"
     without = deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT, solutions=False)
     assert "x + 1" not in "".join(cell.source for cell in without.cells)
@@ -217,8 +228,10 @@ def test_the_deck_without_solutions_is_the_full_deck_less_its_solution_slides(no
         return [[(cell.cell_type, re.sub(r"^(#+ .*?) \(\d+/\d+\)$", r"\1", cell.source, flags=re.M))
                  for cell in slide] for slide in slides]
 
-    solution_slides = [s for s in full if s[0].source.startswith("### Solution: ")]
+    solution_slides = [s for s in full if s[0].metadata["slide_kind"] == "solution"]
     assert content([s for s in full if s not in solution_slides]) == content(without)
+    kept = [s for s in full if s not in solution_slides]
+    assert [s[0].source for s in kept] == [s[0].source for s in without], "numbered alike, solutions apart"
     # a long solution continues on a second slide
     assert len(solution_slides) >= sum("solution" in c.metadata.get("tags", []) for c in source.cells)
 
@@ -238,7 +251,7 @@ def test_a_chinese_deck_speaks_chinese():
         english = resolve_quiz("05").questions[0].question
         zh_question = markup(shown(english))
     text = "\n".join(cell.source for cell in deck.cells)
-    assert "参考解答：" in text and "测验：第 1 题" in text
+    assert "(参考解答)" in text and "测验：第 1 题" in text
     assert zh_question != markup(english) and zh_question in text and markup(english) not in text
 
 
@@ -248,8 +261,8 @@ HOSTILE = ['<img src=x onerror="alert(1)">', "<script>alert(2)</script>", "<svg 
            "</div><iframe src=javascript:alert(4)>", "[a link](javascript:alert(5))", '![i](x" onerror="alert(6))',
            "<a href='javascript:alert(7)'>x</a>", "&lt;b&gt;", "<!-- x --><style>*{}</style>", "`<b>code</b>`",
            "**<i>bold</i>**", "$x < y$ and $$<img src=x onerror=alert(8)>$$", "<details open ontoggle=alert(9)>"]
-# What the deck writes around quiz text, and what markup() makes of `code`, **bold** and line breaks.
-ALLOWED = {("h2", ("id",)), ("h3", ("id",)), ("div", ("class",)), ("p", ()), ("ul", ()),
+# What the deck writes around quiz text, and what markup() makes of `code`, **bold**, *italics* and line breaks.
+ALLOWED = {("h2", ("id",)), ("h3", ("id",)), ("div", ("class",)), ("p", ()), ("ul", ()), ("i", ()),
            ("li", ()), ("b", ()), ("em", ()), ("code", ()), ("br", ())}
 
 
@@ -310,3 +323,140 @@ def test_the_reported_onerror_image_is_text_in_the_written_deck(tmp_path):
     html = write_slides(source, tmp_path / "deck", ROOT).read_text(encoding="utf-8")
     assert "onerror" in html and not re.search(r"<img[^>]*onerror", html, re.I)
     assert '&lt;img src=x onerror="alert(1)"&gt;' in html
+
+
+def png_output(width: int, height: int, text_px: float | None = None) -> nbformat.NotebookNode:
+    """A PNG output of `width` x `height` pixels (a header is all the deck reads), its smallest
+    text recorded as labkit.figures does when a notebook runs."""
+    png = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452") + width.to_bytes(4, "big")
+                           + height.to_bytes(4, "big") + b"\0" * 40).decode()
+    return nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"},
+                                  metadata={"image/png": {"text_px": text_px}})
+
+
+def shown_scale(cell) -> float:
+    output = cell.outputs[0]
+    head = base64.b64decode(output.data["image/png"][:64])
+    return output.metadata["image/png"]["width"] / int.from_bytes(head[16:20], "big")
+
+
+def test_a_figure_fills_the_room_its_slide_has_and_its_labels_read():
+    """Drawn larger than its natural size into the slide's room, up to MAX_ENLARGE; a figure
+    whose labels are small is given the room to show them at FIGURE_TEXT_PX; never shrunk below
+    its natural size when a slide of its own would hold it."""
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Small"),
+        nbformat.v4.new_code_cell("plot()", outputs=[png_output(300, 200, 14.0)]),
+        nbformat.v4.new_markdown_cell("## Tall"),
+        nbformat.v4.new_code_cell("plot()", outputs=[png_output(600, 400, 14.0)]),
+        nbformat.v4.new_markdown_cell("## Labels too small at its own size, and code above it"),
+        nbformat.v4.new_code_cell("\n".join(f"x{i} = {i}" for i in range(10)), outputs=[png_output(500, 300, 8.0)]),
+    ])
+    figures = [cell for cell in deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT).cells if cell.get("outputs")]
+    small, tall, labelled = (shown_scale(cell) for cell in figures)
+    assert small == pytest.approx(MAX_ENLARGE, abs=0.01), "a small figure grows, up to MAX_ENLARGE"
+    room = SLIDE_HEIGHT - title_height("Tall (output, 9/9)") - code_height("plot()") - 22
+    assert tall == pytest.approx(room / 400, abs=0.01), "a figure takes the room left below its code"
+    assert labelled * 8.0 >= FIGURE_TEXT_PX, "labels enlarged to be read"
+
+
+def test_a_figure_that_does_not_fit_beside_its_code_gets_a_slide_titled_as_its_output():
+    code = "\n".join(f"step_{i} = compute({i})" for i in range(14))
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Plot"),
+        nbformat.v4.new_code_cell(code, outputs=[png_output(900, 480, 14.0)])])
+    slides = slides_of(deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT))
+    assert [slide[0].source for slide in slides] == ["## Plot (1/2)", "### Plot (output, 2/2)"]
+    assert slides[1][0].metadata["slide_kind"] == "output"
+    assert shown_scale(slides[1][1]) >= 1.0, "alone on its slide, at least its natural size"
+
+
+def test_code_moves_to_the_next_slide_rather_than_leave_its_output_behind():
+    prose = "\n\n".join("A paragraph of explanation that takes a line or two of the slide. " * 2 for _ in range(6))
+    output = nbformat.v4.new_output("stream", name="stdout", text="".join(f"line {i}\n" for i in range(8)))
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(f"## Topic\n\n{prose}"),
+        nbformat.v4.new_code_cell("\n".join(f"print('line', {i})" for i in range(8)), outputs=[output])])
+    slides = slides_of(deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT))
+    code_slide = [slide for slide in slides if any(cell.cell_type == "code" and cell.source for cell in slide)]
+    assert len(code_slide) == 1 and any(cell.get("outputs") for cell in code_slide[0]), "code and output together"
+
+
+def test_an_output_too_long_for_the_slide_of_its_code_continues_titled_as_output():
+    output = nbformat.v4.new_output("stream", name="stdout", text="".join(f"row {i}\n" for i in range(60)))
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## Rows"),
+                                               nbformat.v4.new_code_cell("show_rows()", outputs=[output])])
+    slides = slides_of(deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT))
+    assert slides[0][1].source == "show_rows()" and slides[0][2].outputs, "the output starts beside its code"
+    assert [slide[0].metadata["slide_kind"] for slide in slides] == ["", "output", "output"][:len(slides)]
+    assert all("(output, " in slide[0].source for slide in slides[1:])
+    assert "".join(cell.outputs[0].text for slide in slides for cell in slide if cell.get("outputs")) == output.text
+
+
+def test_a_lead_in_goes_with_what_it_introduces():
+    prose = "\n\n".join("Some words about the idea, long enough to fill a line of the slide or so. " * 2
+                        for _ in range(7))
+    code = "\n".join(f"value_{i} = {i}" for i in range(10))
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(f"## Topic\n\n{prose}\n\nThe values, one per line:"),
+        nbformat.v4.new_code_cell(code)])
+    slides = slides_of(deck_notebook(notebook, NOTEBOOKS / "x.ipynb", OUT))
+    assert len(slides) == 2
+    assert not slides[0][-1].source.endswith(":"), "the first slide does not end on the lead-in"
+    assert slides[1][0].source.endswith("The values, one per line:") and slides[1][1].source == code
+    assert is_lead_in("Every step, with its shape:") and is_lead_in("每一步及其形状：")
+    assert not is_lead_in("```python\nx = {1:\n```") and not is_lead_in("A sentence.")
+
+
+def test_a_wide_character_counts_twice():
+    """A Chinese character is about twice as wide as a Latin letter in every font, so the
+    estimates count it as two columns: a Chinese paragraph takes more room than its length says."""
+    assert text_width("attention") == 9 and text_width("注意力，机制") == 12 and text_width("QK 的积") == 7
+    chinese = "注意力" * 60
+    assert block_height(chinese) == block_height("a" * 360) > block_height("a" * 180)
+    assert title_height("第" * 40) == title_height("x" * 80) > title_height("x" * 40)
+
+
+DECKS = [(lang, path) for lang in ("en", "zh-CN")
+         for path in sorted((NOTEBOOKS if lang == "en" else NOTEBOOKS / lang).glob("*.ipynb"))]
+
+
+@pytest.mark.parametrize(("lang", "notebook"), DECKS, ids=[f"{lang}-{path.stem}" for lang, path in DECKS])
+def test_every_real_deck_keeps_lead_ins_outputs_and_titles_with_what_they_belong_to(lang, notebook):
+    """In every deck: no slide ends on a lead-in whose section goes on; every output is on the
+    slide of its code, or on a slide titled as output; every title is words (not bare code) and
+    unique in the deck, so no two slides of different content share one."""
+    with speaking(lang):
+        slides = slides_of(deck_notebook(nbformat.read(notebook, as_version=4), notebook, OUT))
+    problems, seen = [], {}
+    for number, slide in enumerate(slides, 1):
+        title = slide[0].source.splitlines()[0].lstrip("# ")
+        shown = [cell for cell in slide if cell.metadata.slideshow["slide_type"] != "notes"]
+        last = shown[-1]
+        continues = number < len(slides) and not slides[number][0].source.startswith("## ")
+        if continues and last.cell_type == "markdown" and is_lead_in(markdown_blocks(last.source)[-1]):
+            problems.append(f"slide {number} ({title}) ends on a lead-in: {last.source[-60:]!r}")
+        orphan = any(cell.get("outputs") and not cell.source for cell in shown) and not any(
+            cell.cell_type == "code" and cell.source for cell in shown)
+        if orphan and slide[0].metadata["slide_kind"] != "output":
+            problems.append(f"slide {number} ({title}) shows an output without its code or a title saying so")
+        if not re.search(r"[^\W\d_]{2,}|[\u4e00-\u9fff]", re.sub(r"`[^`]*`|\([^)]*\)$", "", title)):
+            problems.append(f"slide {number}: the title {title!r} says nothing but code")
+        if title in seen:
+            problems.append(f"slides {seen[title]} and {number} share the title {title!r}")
+        seen.setdefault(title, number)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_figure_carries_its_smallest_text_when_a_notebook_draws_it(tmp_path):
+    """labkit.figures.record_text_sizes: the size of the smallest text matplotlib drew, in the
+    PNG's own pixels, in the output's metadata (9 pt at 100 dpi is 12.5 px); None without text."""
+    figure = ("import matplotlib.pyplot as plt\n"
+              "fig, ax = plt.subplots(figsize=(3, 2), dpi=100)\n"
+              "ax.plot([0, 1]); ax.set_title('big', fontsize=20); ax.tick_params(labelsize={size})")
+    cells = run_cells(["from labkit.figures import show_figures_inline\nshow_figures_inline();",
+                       figure.format(size=9),
+                       "fig, ax = plt.subplots(dpi=100); ax.axis('off'); ax.plot([0, 1]);"], tmp_path)
+    (labelled,), (bare,) = cells[1].outputs, cells[2].outputs
+    assert labelled.metadata["image/png"]["text_px"] == 12.5
+    assert bare.metadata["image/png"]["text_px"] is None
