@@ -179,8 +179,9 @@ def first_difference(actual: Records, expected: Records, episodes: list[Episode]
         got = actual.get(key)
         if got is None:  # the learner stopped earlier in this episode: its error is reported there
             raised = next((r for k, r in actual.items() if k[:2] == key[:2] and isinstance(r, Raised)), None)
-            if raised is None:
-                continue
+            if raised is None:  # no result and no error: never a pass
+                return Difference(name, layer, label, "error", {}, error=(
+                    "no result was recorded for this call: the grader's records were changed while your code ran"))
             key_of = next(k for k, r in actual.items() if r is raised)
             return Difference(name, layer, key_of[2], "error", {}, error=raised.text)
         if isinstance(got, Raised):

@@ -24,6 +24,7 @@ import minimind_ref as mm
 from labkit.i18n import tr
 
 from .compare import Difference, first_difference, same_behaviour
+from .contract import CONTRACT, CONTRACT_TEXT, Misread
 from .guard import DEFAULT_TIME_LIMIT, Guard, Misuse, replaced, take_snapshot
 from .ladder import (
     LADDER,
@@ -59,6 +60,9 @@ class GradeReport:
     matches: list[Mistake] = field(default_factory=list)
     unfinished: bool = False
     finding: str | None = None  # "dropout in eval" or "without weights": which part of the second pass failed
+    misreads: list[Misread] = field(default_factory=list)  # the contract's inputs the layer ignores (contract.py)
+    inherits: list[str] = field(default_factory=list)  # the reference's classes it inherits from
+    borrowed: list[str] = field(default_factory=list)  # the reference's functions that ran in it (guard.py)
 
     @property
     def passed(self) -> bool:
@@ -117,11 +121,33 @@ def check_parameters(cls, name: str, guard: Guard | None = None) -> None:
             f"{' (a buffer of your own is saved too unless registered with persistent=False)' if extra else ''}.")
 
 
+def inherited_reference(cls) -> list[str]:
+    """The reference's classes that `cls` is or inherits from (minimind_ref's attention, its
+    variants, a planted mistake), most derived first, by the name a learner would import."""
+    found = []
+    for klass in getattr(cls, "__mro__", ()):
+        module = str(getattr(klass, "__module__", ""))
+        if module == "minimind_ref.attention":
+            found.append(f"minimind_ref.{klass.__qualname__}")
+        elif module.startswith("minimind_ref.variants") or (module == "labkit.grader.mistakes"
+                                                             and klass.__qualname__ != "Planted"):
+            found.append(f"{module}.{klass.__qualname__}")
+    return found
+
+
 class LocalLearner:
     """A class in this process (the notebook's `grade(MyAttention)`): every call into it is guarded."""
 
     def __init__(self, cls: type, time_limit: float | None = DEFAULT_TIME_LIMIT):
         self.cls, self.guard = cls, Guard(time_limit)
+        self.inherits = inherited_reference(cls)
+
+    @property
+    def borrowed(self) -> dict:
+        return self.guard.borrowed
+
+    def take_output(self) -> str:
+        return self.guard.take_output()
 
     def check(self, name: str) -> None:
         check_parameters(self.cls, name, self.guard)
@@ -137,13 +163,14 @@ class LocalLearner:
 _TRUSTED: dict = {}
 
 
-def trusted_records(cls: type, stage: Stage, seed: int, passes: tuple[str, ...]) -> Records:
-    key = (cls, id(stage), seed, passes if stage.episodes is not None else ())
+def trusted_records(cls: type, stage: Stage, seed: int, passes: tuple[str, ...], misread: Misread | None = None
+                    ) -> Records:
+    key = (cls, id(stage), seed, passes if stage.episodes is not None else (), misread)
     if key not in _TRUSTED:
         if stage.episodes is None:
             _TRUSTED[key] = run_model(None if cls is mm.Attention else cls, seed)
         else:
-            _TRUSTED[key] = run_stage(cls, stage, seed, passes)
+            _TRUSTED[key] = run_stage(cls, stage, seed, passes, reads=misread.reads if misread else None)
         take_snapshot()  # what the grader's own runs changed is legitimate (transformers wraps torch.manual_seed)
     return _TRUSTED[key]
 
@@ -161,17 +188,32 @@ def grade(cls, name: str | None = None, seed: int = 0, quiet: bool = False,
     return climb(LocalLearner(cls, time_limit), name, seed, quiet, stages)
 
 
+SHOWN_LINES = 12  # of what the learner's code printed during one stage
+
+
 def climb(learner, name: str, seed: int = 0, quiet: bool = False, stages: tuple[Stage, ...] = LADDER) -> GradeReport:
     """The ladder, with `learner` (LocalLearner, or isolate.IsolatedLearner for a file) running the
-    learner's code and this process running the reference and every comparison."""
+    learner's code and this process running the reference and every comparison. A stage's line
+    is printed as it starts and completed with its verdict; what the learner's code printed meanwhile
+    is shown below it, never inside it."""
     def say(text: str, end: str = "\n") -> None:
         if not quiet:
             print(text, end=end, flush=True)
+
+    def printed() -> None:
+        lines = learner.take_output().splitlines()
+        if lines:
+            say(f"    your code printed {len(lines)} line{'s' if len(lines) > 1 else ''}:")
+            for line in lines[:SHOWN_LINES]:
+                say(f"    | {line}")
+            if len(lines) > SHOWN_LINES:
+                say(f"    | ... and {len(lines) - SHOWN_LINES} more")
 
     report = GradeReport(name)
     line_open = False  # a stage's line is printed, waiting for its verdict
     try:
         learner.check(name)
+        printed()
         for stage in stages:
             say(f"  stage {stage_number(stage):2} of {len(LADDER)}: {stage.title} ...", end="")
             line_open = True
@@ -182,29 +224,36 @@ def climb(learner, name: str, seed: int = 0, quiet: bool = False, stages: tuple[
             line_open = False
             if difference is None:
                 say(" ✓")
+                printed()
                 report.passed_stages.append(stage)
                 continue
             say(" ✗")
+            printed()
             report.stage, report.difference = stage, difference
             failed = pass_of(difference.call) if stage.episodes is not None else "weights"
             if failed == "plain":  # which of the two: the path without weights, or dropout in eval?
                 failed = "plain_no_dropout"
                 actual = learner.run(stage, seed, (failed,))
+                learner.take_output()  # the same prints again: shown once
                 again = first_difference(actual, trusted_records(mm.Attention, stage, seed, (failed,)), episodes,
                                          head_dim)
                 report.finding = "dropout in eval" if again is None else "without weights"
                 report.difference = again or difference
             if report.finding != "dropout in eval":
+                report.misreads = misreads(actual, stage, seed, failed)
                 report.matches = diagnose(actual, stage, seed, failed)
             break
     except Unfinished:
         if line_open:
             say(" not written yet")
+        printed()
         report.unfinished = True
     except Misuse as error:
         if line_open:
             say(" stopped")
+        printed()
         raise GraderUsageError(error.message) from None
+    report.inherits, report.borrowed = list(learner.inherits), list(learner.borrowed)
     if not quiet:
         print(format_report(report, progress_shown=True))
     return report
@@ -217,24 +266,54 @@ def _episodes(stage: Stage, seed: int):
     return episodes, config.head_dim
 
 
+def _in_pass(actual: Records, stage: Stage, pass_name: str) -> Records:
+    if stage.episodes is None:
+        return actual
+    return {key: value for key, value in actual.items() if pass_of(key[2]) == pass_name}
+
+
 def diagnose(actual: Records, stage: Stage, seed: int = 0, pass_name: str = "weights") -> list[Mistake]:
     """The catalogue entries whose planted class gives what the learner's gave on this stage, in
     the pass that failed."""
     episodes, _ = _episodes(stage, seed)
-    if stage.episodes is not None:
-        actual = {key: value for key, value in actual.items() if pass_of(key[2]) == pass_name}
+    actual = _in_pass(actual, stage, pass_name)
     return [mistake for mistake in CATALOGUE
             if same_behaviour(actual, trusted_records(mistake.plant, stage, seed, (pass_name,)), episodes)]
 
 
+def misreads(actual: Records, stage: Stage, seed: int = 0, pass_name: str = "weights") -> list[Misread]:
+    """The contract's inputs that the learner's layer ignores: the reference, given the inputs as such
+    a layer reads them, gives what the learner's gave (contract.py). Layer stages only."""
+    if stage.episodes is None:
+        return []
+    episodes, _ = _episodes(stage, seed)
+    actual = _in_pass(actual, stage, pass_name)
+    found = []
+    for misread in CONTRACT:  # only where the input it ignores makes a difference on this stage
+        as_read = trusted_records(mm.Attention, stage, seed, (pass_name,), misread)
+        if not same_behaviour(trusted_records(mm.Attention, stage, seed, (pass_name,)), as_read, episodes) \
+                and same_behaviour(actual, as_read, episodes):
+            found.append(misread)
+    return found
+
+
 # -- the report -----------------------------------------------------------------------------------
 
-def _number(value) -> str:
+def _number(value, digits: int = 3) -> str:
     if isinstance(value, int):
         return str(value)
     if value != value or value in (float("inf"), float("-inf")):
         return str(value).replace("nan", "NaN")
-    return f"{value:.3g}"
+    return f"{value:.{digits}g}"
+
+
+def _numbers(expected, actual) -> tuple[str, str]:
+    """Both values with the fewest significant digits (3 at least) that tell them apart."""
+    for digits in range(3, 18):
+        shown = _number(expected, digits), _number(actual, digits)
+        if shown[0] != shown[1]:
+            return shown
+    return shown
 
 
 def _where(difference: Difference) -> str:
@@ -258,9 +337,10 @@ def format_report(report: GradeReport, progress_shown: bool = False) -> str:
         return tr("✗ {name}: not yet — the exercise is not filled in yet (it raises NotImplementedError); "
                   "write it, then grade it again.", name=report.name)
     if report.passed:
-        return (f"✓ {report.name}: right. It passes all {len(report.passed_stages)} stages of the ladder, from "
-                f"one head without positions to whole-model logits and greedy generation equal to transformers' twins, "
-                f"and gradients equal to the reference's, with and without the weights asked for.")
+        return "\n".join([
+            f"✓ {report.name}: right. It passes all {len(report.passed_stages)} stages of the ladder, from one head "
+            f"without positions to whole-model logits and greedy generation equal to transformers' twins, and "
+            f"gradients equal to the reference's, with and without the weights asked for.", *_not_yours(report)])
     stage, difference = report.stage, report.difference
     number = stage_number(stage)
     lines = [tr("✗ {name}: not yet — stage {number} of {total}, {title}, fails.", name=report.name, number=number,
@@ -275,7 +355,7 @@ def format_report(report: GradeReport, progress_shown: bool = False) -> str:
                      "your layer's output changes, and with dropout 0 it is right: dropout belongs to training only "
                      "(torch.dropout(x, p, self.training), F.dropout(x, p, training=self.training), or nn.Dropout, "
                      "which .eval() turns off).")
-        return "\n".join(lines)
+        return "\n".join(lines + _not_yours(report))
     if report.finding == "without weights":
         lines.append("  your layer is right when asked for its weights and wrong without them "
                      "(output_attentions=False, the path the model takes to generate and to train).")
@@ -285,22 +365,48 @@ def format_report(report: GradeReport, progress_shown: bool = False) -> str:
         lines.append(f"  {where + ': ' if where else ''}{difference.error}")
     else:
         lines.append(f"  first difference, in the {difference.quantity}: {_where(difference)}")
-        lines.append(f"  expected {_number(difference.expected)}, got {_number(difference.actual)}")
+        expected, actual = _numbers(difference.expected, difference.actual)
+        lines.append(f"  expected {expected}, got {actual}")
         if difference.largest:
             largest = ", ".join(f"{_number(v) if v != v or v == float('inf') else format(v, '.1e')} in the {k}"
                                 for k, v in difference.largest.items())
             atol, rtol = difference.tolerance
             lines.append(f"  largest error: {largest} (tolerance {atol:.0e} + {rtol:.0e} x |expected|)")
+    for misread in report.misreads:
+        lines.append(f"  diagnosis: {misread.title}. {misread.diagnosis}")
+        lines.append(f"    what the layer is given: {CONTRACT_TEXT}.")
     if report.inconclusive:
         lines += _inconclusive(report)
     elif report.matches:
         for mistake in report.matches:
             lines.append(f"  diagnosis: {mistake.title}. {mistake.diagnosis}")
             lines.append(f"    taught in {mistake.teaches}.")
-    else:
+    elif not report.misreads:
         lines.append(f"  diagnosis: this matches none of the {len(CATALOGUE)} known mistakes; read the step "
                      f"that stage {number} adds, with module {stage.module[:2]}.")
-    return "\n".join(lines)
+    return "\n".join(lines + _not_yours(report))
+
+
+def _not_yours(report: GradeReport) -> list[str]:
+    """A note when the verdict is about the reference's code, inherited or called, not the learner's."""
+    if not (report.inherits or report.borrowed):
+        return []
+    parts = []
+    if report.inherits:
+        parts.append(f"{report.name} {'is' if report.inherits[0].endswith('.' + report.name) else 'inherits from'} "
+                     f"{' and '.join(report.inherits[:2])}")
+    if report.borrowed:
+        by_where: dict[str, list[str]] = {}
+        for name in report.borrowed:
+            where, function = name.split(": ", 1)
+            by_where.setdefault(where, []).append(function)
+        ran = "; ".join(f"{where}'s {', '.join(functions[:6])}"
+                        f"{f' and {len(functions) - 6} more' if len(functions) > 6 else ''}"
+                        for where, functions in by_where.items())
+        parts.append(f"{'the' if parts else 'The'} reference's own code ran in it: {ran}")
+    return [f"  note: not all of this is your code. {'; '.join(parts)}. A verdict on code you did not write "
+            f"says nothing about yours: write the layer yourself (notebook 10, exercise 9 or 10) for a verdict "
+            f"on it."]
 
 
 def _inconclusive(report: GradeReport) -> list[str]:

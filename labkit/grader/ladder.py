@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 from torch import nn
@@ -35,12 +37,12 @@ from labkit.models import random_minimind
 from .guard import Misuse, learner_line
 
 # The small MiniMind every stage starts from; a stage changes only what it tests.
-BASE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-            vocab_size=64, max_position_embeddings=64)
+BASE = MappingProxyType(dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             head_dim=16, vocab_size=64, max_position_embeddings=64))
 
 # |actual - expected| <= ATOL + RTOL * |expected|. float32: a learner's own order of operations
 # stays within ~1e-6 of the reference on these sizes; every planted mistake is off by more than 1e-2.
-TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2)}
+TOLERANCE = MappingProxyType({torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2)})
 
 
 @dataclass
@@ -71,8 +73,11 @@ class Stage:
     title: str
     adds: str  # what this stage tests that the earlier ones did not
     module: str  # where that is taught
-    config: dict = field(default_factory=dict)
+    config: Mapping = field(default_factory=dict)
     episodes: Callable[[mm.MiniMindConfig, torch.Generator], list[Episode]] | None = None  # None: the whole model
+
+    def __post_init__(self):  # read-only, as the worker's guard expects of the grader's data (guard.py)
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
 
     def make_config(self) -> mm.MiniMindConfig:
         return mm.MiniMindConfig(**{**BASE, **self.config})
@@ -178,7 +183,7 @@ LADDER: tuple[Stage, ...] = (
           dict(qk_norm=True), _backward),
 )
 
-STAGE = {stage.key: stage for stage in LADDER}
+STAGE = MappingProxyType({stage.key: stage for stage in LADDER})
 
 
 def stage_number(stage: Stage) -> int:
@@ -225,9 +230,10 @@ class Unfinished(Exception):
 # with dropout 0.5, still in eval mode, where dropout must do nothing. When that pass fails, a third
 # (no weights, dropout 0) tells which of the two it was. Both run on the first layer only.
 PASSES = ("weights", "plain")
-PASS_LABEL = {"weights": "", "plain": ", without weights (output_attentions=False), dropout 0.5 in eval mode",
-              "plain_no_dropout": ", without weights (output_attentions=False), dropout 0"}
-PASS_DROPOUT = {"weights": 0.0, "plain": 0.5, "plain_no_dropout": 0.0}
+PASS_LABEL = MappingProxyType({
+    "weights": "", "plain": ", without weights (output_attentions=False), dropout 0.5 in eval mode",
+    "plain_no_dropout": ", without weights (output_attentions=False), dropout 0"})
+PASS_DROPOUT = MappingProxyType({"weights": 0.0, "plain": 0.5, "plain_no_dropout": 0.0})
 
 
 def call_label(label: str) -> str:
@@ -248,55 +254,110 @@ def _guarded(guard, where: str):
 
 def construct(cls: type, config: mm.MiniMindConfig, layer_idx: int, guard=None) -> nn.Module:
     """`cls(config, layer_idx)`; NotImplementedError is Unfinished, any other error a Misuse that
-    names the learner's line (a constructor that fails cannot be graded at all)."""
+    names the learner's line (a constructor that fails cannot be graded at all). The error is put
+    in words inside the guard: its text is the learner's code too."""
     name = getattr(cls, "__name__", "your class")
-    try:
-        with _guarded(guard, "while building the layer"):
+    with _guarded(guard, "while building the layer"):
+        try:
             return cls(config, layer_idx)
-    except NotImplementedError as error:
-        raise Unfinished(str(error)) from None
-    except Exception as error:
-        if guard is None:
-            raise
-        raise Misuse(f"{name}(config, layer_idx) fails: {type(error).__name__}: {error}{learner_line(error)}. "
-                     f"The grader builds your layer as the model does, with a MiniMindConfig "
-                     f"(qk_norm={config.qk_norm}) and layer_idx={layer_idx}.") from None
+        except NotImplementedError as error:
+            unfinished = Unfinished(str(error))
+        except Exception as error:
+            if guard is None:
+                raise
+            failure = Misuse(f"{name}(config, layer_idx) fails: {type(error).__name__}: {error}{learner_line(error)}. "
+                             f"The grader builds your layer as the model does, with a MiniMindConfig "
+                             f"(qk_norm={config.qk_norm}) and layer_idx={layer_idx}.")
+            unfinished = None
+    if unfinished is not None:
+        raise unfinished
+    raise failure
 
 
 def build_layer(cls: type, config: mm.MiniMindConfig, reference: nn.Module, layer_idx: int, dtype,
-                guard=None) -> nn.Module:
-    """The learner's layer for `layer_idx`, with the reference layer's weights loaded strictly."""
+                guard=None) -> nn.Module | Raised:
+    """The learner's layer for `layer_idx`, with the reference layer's weights loaded strictly, or
+    what loading them raised (a stage's finding)."""
     layer = construct(cls, config, layer_idx, guard)
-    with _guarded(guard, "while loading the reference weights"):
+
+    def load() -> nn.Module:
         layer.load_state_dict(reference.state_dict(), strict=True)
         return layer.to(dtype).eval()
+    return attempt(guard, "while loading the reference weights", load)
 
 
-def _call(layer: nn.Module, call: Call, cache, dtype, ask: bool = True, guard=None, where: str = "") -> Outcome:
-    merged = []
-    projection = getattr(layer, "o_proj", None)
-    hook = projection.register_forward_hook(lambda module, args, out: merged.append(args[0].detach())) \
-        if isinstance(projection, nn.Module) else None
+def attempt(guard, where: str, work: Callable):
+    """`work()` under the guard: its result, or what it raised as a Raised (put in words inside the
+    guard: an error's text is the learner's code too). NotImplementedError is Unfinished."""
+    with _guarded(guard, where):
+        try:
+            return work()
+        except NotImplementedError as error:
+            unfinished = Unfinished(str(error))
+        except Exception as error:
+            return Raised.of(error)
+    raise unfinished
+
+
+def _plain(value, what: str) -> torch.Tensor:
+    """`value` detached, as a plain torch.Tensor: what crosses to the grader's process (isolate.py)."""
+    if type(value) is not torch.Tensor:
+        kind = f"a {type(value).__name__}, a subclass of torch.Tensor" if isinstance(value, torch.Tensor) else \
+            type(value).__name__
+        raise Finding(f"forward returned {kind} as its {what}: return a torch.Tensor")
+    return value.detach()
+
+
+def _cache_grew(cache, stored: int, new_tokens: int) -> None:
+    """A cached call stores its new keys and values in the cache it is given, once: the contract."""
+    grew = sum(cache.lengths) - stored
+    if grew != new_tokens:
+        raise Finding(f"past_key_values holds {grew} more position{'s' if grew != 1 else ''} after your call, "
+                      f"expected {new_tokens}, the new tokens: store the new keys and values in the cache you are "
+                      f"given, once per call, and attend to what it returns: "
+                      f"k, v = past_key_values.update(self.layer_idx, k, v) (no cache of your own)")
+
+
+def _call(layer: nn.Module, call: Call, cache, dtype, ask: bool = True, guard=None,
+          where: str = "") -> Outcome | Raised:
+    """One forward of the learner's layer, and its backward in stage 11: what it returned, or what it
+    raised. Everything that touches the learner's objects runs under the guard."""
     backward = call.grad_output is not None
     x = call.x.to(dtype).detach().requires_grad_(backward)
-    try:
-        with torch.set_grad_enabled(backward), _guarded(guard, where):
-            result = layer(x, (call.cos, call.sin), call.attn_mask, cache if call.cached else None, ask)
-    finally:
-        if hook is not None:
-            hook.remove()
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise Finding(f"forward must return a pair (output, weights or None); it returned "
-                      f"{type(result).__name__ if not isinstance(result, tuple) else f'a tuple of {len(result)}'}")
-    out, weights = result
-    if ask and weights is None:
-        raise Finding("forward returned None for the weights although output_attentions=True: when asked, "
-                      "return the attention weights [B, H, T, S] (every heatmap of the course reads them)")
-    with _guarded(guard, f"{where}, in the backward pass"):
-        grads = gradients(layer, x, out, call.grad_output.to(dtype)) if backward else None
-    weights = weights.detach() if isinstance(weights, torch.Tensor) else None
-    return Outcome(out.detach() if isinstance(out, torch.Tensor) else out, weights, merged[0] if merged else None,
-                   grads)
+    given = cache if call.cached else None
+    stored = sum(cache.lengths) if given is not None else 0
+
+    def forward() -> Outcome:
+        merged = []
+        projection = getattr(layer, "o_proj", None)
+        hook = projection.register_forward_hook(lambda module, args, out: merged.append(
+            args[0].detach().as_subclass(torch.Tensor))) if isinstance(projection, nn.Module) else None
+        try:
+            with torch.set_grad_enabled(backward):
+                result = layer(x, (call.cos, call.sin), call.attn_mask, given, ask)
+        finally:
+            if hook is not None:
+                hook.remove()
+        if not (type(result) is tuple and len(result) == 2):
+            raise Finding(f"forward must return a pair (output, weights or None); it returned "
+                          f"{type(result).__name__ if type(result) is not tuple else f'a tuple of {len(result)}'}")
+        out, weights = result
+        if ask and weights is None:
+            raise Finding("forward returned None for the weights although output_attentions=True: when asked, "
+                          "return the attention weights [B, H, T, S] (every heatmap of the course reads them)")
+        if given is not None:
+            _cache_grew(given, stored, x.shape[1])
+        _plain(out, "output")
+        return Outcome(out if backward else out.detach(), _plain(weights, "weights") if ask else None,
+                       merged[0] if merged else None)
+
+    outcome = attempt(guard, where, forward)
+    if backward and isinstance(outcome, Outcome):
+        def backward_pass() -> Outcome:
+            grads = gradients(layer, x, outcome.out, call.grad_output.to(dtype))
+            return Outcome(outcome.out.detach(), outcome.weights, outcome.merged, grads)
+        outcome = attempt(guard, f"{where}, in the backward pass", backward_pass)
+    return outcome
 
 
 class BackwardError(RuntimeError):
@@ -318,15 +379,20 @@ def gradients(layer: nn.Module, x: torch.Tensor, out: torch.Tensor, grad_output:
     return dict(zip(("x", *names), found))
 
 
-def run_stage(cls: type, stage: Stage, seed: int = 0, passes: tuple[str, ...] = PASSES, guard=None) -> Records:
+def run_stage(cls: type, stage: Stage, seed: int = 0, passes: tuple[str, ...] = PASSES, guard=None,
+              reads: Callable[[Call, mm.MiniMindConfig], Call] | None = None) -> Records:
     """Run every episode of a layer stage, in each of `passes`, with layers of class `cls`; a call
     that raises ends its layer's episode. NotImplementedError anywhere raises Unfinished. `guard`
-    (guard.py) watches each call into the learner's code."""
+    (guard.py) watches each call into the learner's code. `reads`: each call's inputs changed, as
+    a layer that ignores part of the contract reads them (contract.py)."""
     records: Records = {}
     for pass_name in passes:
         config = stage.make_config().replace(dropout=PASS_DROPOUT[pass_name])
         model = random_minimind(stage.make_config(), seed=seed)
         episodes = stage.episodes(config, torch.Generator().manual_seed(seed))
+        if reads is not None:
+            episodes = [dataclasses.replace(episode, calls=[reads(call, config) for call in episode.calls])
+                        for episode in episodes]
         suffix = PASS_LABEL[pass_name]
         # the second pass runs on layer 0 only: the layers of stages 1 to 9 differ by their weights
         # alone (each has its cache), and halving it keeps the added cost small
@@ -334,24 +400,17 @@ def run_stage(cls: type, stage: Stage, seed: int = 0, passes: tuple[str, ...] = 
         for e, episode in enumerate(episodes):
             for layer_idx, block in enumerate(layers):
                 reference = copy.deepcopy(block.self_attn).to(episode.dtype)
-                try:
-                    layer = build_layer(cls, config, reference, layer_idx, episode.dtype, guard)
-                except Unfinished:
-                    raise
-                except Exception as error:  # a load_state_dict that fails is this stage's finding
-                    records[(e, layer_idx, "building the layer" + suffix)] = Raised.of(error)
+                layer = build_layer(cls, config, reference, layer_idx, episode.dtype, guard)
+                if isinstance(layer, Raised):  # a load_state_dict that fails is this stage's finding
+                    records[(e, layer_idx, "building the layer" + suffix)] = layer
                     continue
                 cache = mm.KVCache(config, batch_size=episode.calls[0].x.shape[0])
                 for call in episode.calls:
                     label = call.label + suffix
                     where = f"in forward (stage {stage_number(stage)}, layer {layer_idx}, {episode.label}; {label})"
-                    try:
-                        records[(e, layer_idx, label)] = _call(layer, call, cache, episode.dtype,
-                                                               pass_name == "weights", guard, where)
-                    except NotImplementedError as error:
-                        raise Unfinished(str(error)) from None
-                    except Exception as error:
-                        records[(e, layer_idx, label)] = Raised.of(error)
+                    records[(e, layer_idx, label)] = _call(layer, call, cache, episode.dtype, pass_name == "weights",
+                                                           guard, where)
+                    if isinstance(records[(e, layer_idx, label)], Raised):
                         break
     return records
 
@@ -377,11 +436,15 @@ def _prompts(vocab: int, generator: torch.Generator):
     return single, padded, mask
 
 
-def swapped_model(cls: type, model: mm.MiniMindForCausalLM, guard=None) -> mm.MiniMindForCausalLM:
-    """A copy of `model` whose every block's attention is the learner's, same weights."""
+def swapped_model(cls: type, model: mm.MiniMindForCausalLM, guard=None) -> mm.MiniMindForCausalLM | Raised:
+    """A copy of `model` whose every block's attention is the learner's, same weights (or what
+    loading them raised)."""
     learner = copy.deepcopy(model)
     for layer_idx, block in enumerate(learner.model.layers):
-        block.self_attn = build_layer(cls, model.config, block.self_attn, layer_idx, torch.float32, guard)
+        layer = build_layer(cls, model.config, block.self_attn, layer_idx, torch.float32, guard)
+        if isinstance(layer, Raised):
+            return layer
+        block.self_attn = layer
     return learner.eval()
 
 
@@ -399,12 +462,9 @@ def run_model(cls: type | None, seed: int = 0, twins: dict | None = None, guard=
         if cls is None:
             runner = hf_twin(model)
         else:
-            try:
-                runner = swapped_model(cls, model, guard)
-            except Unfinished:
-                raise
-            except Exception as error:
-                records[(e, -1, "building the model")] = Raised.of(error)
+            runner = swapped_model(cls, model, guard)
+            if isinstance(runner, Raised):
+                records[(e, -1, "building the model")] = runner
                 continue
         checks = {
             "logits": lambda: runner(padded, attention_mask=mask, position_ids=positions).logits,
@@ -412,14 +472,11 @@ def run_model(cls: type | None, seed: int = 0, twins: dict | None = None, guard=
             "generate batch": lambda: _greedy(runner, padded, mask, cls is None),
         }
         for name, check in checks.items():
-            try:
-                with torch.no_grad(), _guarded(guard, f"in forward (stage {stage_number(STAGE['whole_model'])}, "
-                                                      f"the whole model, {MODEL_LAYOUTS[e]}: {name})"):
-                    records[(e, -1, name)] = Outcome(check(), None, None)
-            except NotImplementedError as error:
-                raise Unfinished(str(error)) from None
-            except Exception as error:
-                records[(e, -1, name)] = Raised.of(error)
+            where = (f"in forward (stage {stage_number(STAGE['whole_model'])}, the whole model, "
+                     f"{MODEL_LAYOUTS[e]}: {name})")
+            with torch.no_grad():
+                records[(e, -1, name)] = attempt(guard, where, lambda: Outcome(_plain(check(), name), None, None))
+            if isinstance(records[(e, -1, name)], Raised):
                 break
     return records
 
