@@ -63,6 +63,7 @@ class GradeReport:
     misreads: list[Misread] = field(default_factory=list)  # the contract's inputs the layer ignores (contract.py)
     inherits: list[str] = field(default_factory=list)  # the reference's classes it inherits from
     borrowed: list[str] = field(default_factory=list)  # the reference's functions that ran in it (guard.py)
+    planted: bool = False  # the class is one of the grader's own planted mistakes (mistakes.py)
 
     @property
     def passed(self) -> bool:
@@ -254,6 +255,7 @@ def climb(learner, name: str, seed: int = 0, quiet: bool = False, stages: tuple[
         printed()
         raise GraderUsageError(error.message) from None
     report.inherits, report.borrowed = list(learner.inherits), list(learner.borrowed)
+    report.planted = bool(report.inherits) and report.inherits[0].startswith("labkit.grader.mistakes.")
     if not quiet:
         print(format_report(report, progress_shown=True))
     return report
@@ -388,25 +390,22 @@ def format_report(report: GradeReport, progress_shown: bool = False) -> str:
 
 
 def _not_yours(report: GradeReport) -> list[str]:
-    """A note when the verdict is about the reference's code, inherited or called, not the learner's."""
-    if not (report.inherits or report.borrowed):
+    """A note when the verdict is about the reference's code, inherited or called, not the learner's
+    (none for the grader's own planted mistakes, which stand for a learner's layer)."""
+    if not (report.inherits or report.borrowed) or report.planted:
         return []
     parts = []
     if report.inherits:
         parts.append(f"{report.name} {'is' if report.inherits[0].endswith('.' + report.name) else 'inherits from'} "
                      f"{' and '.join(report.inherits[:2])}")
     if report.borrowed:
-        by_where: dict[str, list[str]] = {}
-        for name in report.borrowed:
-            where, function = name.split(": ", 1)
-            by_where.setdefault(where, []).append(function)
-        ran = "; ".join(f"{where}'s {', '.join(functions[:6])}"
-                        f"{f' and {len(functions) - 6} more' if len(functions) > 6 else ''}"
-                        for where, functions in by_where.items())
-        parts.append(f"{'the' if parts else 'The'} reference's own code ran in it: {ran}")
-    return [f"  note: not all of this is your code. {'; '.join(parts)}. A verdict on code you did not write "
-            f"says nothing about yours: write the layer yourself (notebook 10, exercise 9 or 10) for a verdict "
-            f"on it."]
+        where = report.borrowed[0].split(": ", 1)[0]
+        shown = [name.split(": ", 1)[1] for name in report.borrowed[:3]]
+        more = len(report.borrowed) - len(shown)
+        parts.append(f"{len(report.borrowed)} of the reference's functions ran in it ({where}'s {', '.join(shown)}"
+                     f"{f' and {more} more' if more else ''})")
+    return [f"  note: not all of this is your code: {'; '.join(parts)}. Write the layer yourself for a verdict on "
+            f"yours."]
 
 
 def _inconclusive(report: GradeReport) -> list[str]:

@@ -148,8 +148,8 @@ class MyAttention(mm.Attention):
     "inherits_everything": ("""
 class MyAttention(mm.Attention):
     pass
-""", ["✓ MyAttention: right.", "note: not all of this is your code. MyAttention inherits from minimind_ref.Attention"],
-        0),
+""", ["✓ MyAttention: right.", "note: not all of this is your code: MyAttention inherits from minimind_ref.Attention;",
+      "of the reference's functions ran in it (minimind_ref's Attention."], 0),
     # the output left in float32 for a float16 input: the values are right, the dtype is not, and
     # every known mistake of a later stage gives those same values on stage 6
     "inconclusive_match": ("""

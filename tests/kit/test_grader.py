@@ -32,7 +32,7 @@ def test_the_reference_passes_every_stage(cls, capsys):
     assert out[len(LADDER)].startswith(f"✓ {cls.__name__}: right. It passes all {len(LADDER)} stages")
     # the verdict is about the reference's own code, and says so
     assert report.inherits == ["minimind_ref.Attention"] and "minimind_ref: Attention.forward" in report.borrowed
-    assert out[-1].startswith("  note: not all of this is your code. Attention is minimind_ref.Attention;")
+    assert out[-1].startswith("  note: not all of this is your code: Attention is minimind_ref.Attention;")
 
 
 def test_the_ladder_checks_the_forward_cheapest_first_then_the_backward():

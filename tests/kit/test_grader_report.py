@@ -11,7 +11,7 @@ from grader_styles import STYLES
 from torch import nn
 
 import minimind_ref as mm
-from labkit.grader import LADDER, grade
+from labkit.grader import BY_KEY, LADDER, grade
 from labkit.grader.grade import _numbers
 
 # -- the contract's inputs, ignored --------------------------------------------------------------
@@ -130,22 +130,29 @@ def test_a_layer_that_inherits_or_delegates_to_the_reference_is_reported_as_such
 
     inherits = grade(Inherits, quiet=True)
     assert inherits.passed and inherits.inherits == ["minimind_ref.Attention"]
-    assert "note: not all of this is your code. Inherits inherits from minimind_ref.Attention" in str(inherits)
+    assert "note: not all of this is your code: Inherits inherits from minimind_ref.Attention;" in str(inherits)
 
     delegates = grade(Delegates, quiet=True)
     assert delegates.passed and delegates.inherits == []
     assert {"minimind_ref: Attention.forward", "minimind_ref: Attention.split_heads"} <= set(delegates.borrowed)
-    assert "The reference's own code ran in it: minimind_ref's Attention.__init__, Attention.forward" in str(delegates)
+    assert (f"{len(delegates.borrowed)} of the reference's functions ran in it (minimind_ref's Attention.__init__, "
+            f"Attention.forward, Attention.split_heads and {len(delegates.borrowed) - 3} more)") in str(delegates)
 
     function = grade(CallsTheFunction, quiet=True)
     assert function.passed and function.borrowed[0] == "minimind_ref: scaled_dot_product_attention"
-    assert "minimind_ref's scaled_dot_product_attention" in str(function)
+    assert "of the reference's functions ran in it (minimind_ref's scaled_dot_product_attention" in str(function)
 
 
 @pytest.mark.parametrize("cls", STYLES[:1], ids=lambda cls: cls.__name__)
 def test_a_layer_of_ones_own_gets_no_note(cls):
     report = grade(cls, quiet=True)
     assert report.passed and report.inherits == [] and report.borrowed == []
+    assert "note:" not in str(report)
+
+
+def test_the_graders_own_planted_mistakes_stand_for_a_learners_layer_without_a_note():
+    report = grade(BY_KEY["repeat_tiled"].plant, quiet=True)
+    assert report.planted and report.inherits[0] == "labkit.grader.mistakes.RepeatTiled"
     assert "note:" not in str(report)
 
 
