@@ -16,15 +16,19 @@ or stops answering, is a usage error named here, whichever way the pipe says so:
 every receive is guarded, and each call into the learner's code sends a heartbeat first, so the
 parent waits for the next message no longer than the time limit allows.
 
-The worker also runs a profiler from before the file is imported to its end (`sys.setprofile`,
-guard.py): the first time any of the reference's attention code runs in it (minimind_ref's,
-a planted mistake's, transformers'), and before any call that reaches into the interpreter (the
-garbage collector's objects, ctypes, the profiler itself, a new thread or process), it tells the
-parent at once. So a file cannot hide that its layer's numbers are the reference's, whatever it
-patches afterwards, and the report says so.
+From before the file is imported to its end, the worker runs an audit hook (`sys.addaudithook`,
+which nothing can remove) and a profiler (`sys.setprofile`), both written so that no later
+rebinding or code swap reaches them (guard.report_audit, guard.report_profile). They write straight
+to the pipe: each time any of the reference's attention code runs in the worker (minimind_ref's,
+a planted mistake's, transformers'), and before an operation that reaches into the interpreter
+runs (a swapped `__code__` of the grader's or torch's functions, the garbage collector's objects,
+ctypes, the profiler itself, a new thread or process), after which the worker leaves. So a file
+cannot hide that its layer's numbers are the reference's, and the report says so; nor quietly
+rewrite the grader first.
 
 What no check can promise: a file whose own code computes a right layer, wherever in the file it
-sits, can make its records right; that is the learner's code, and graded as such.
+sits, can make its records right, by frames it walks (a frame's locals) rather than by its class;
+that is the learner's code computing the right numbers, and graded as such.
 """
 
 from __future__ import annotations
@@ -251,7 +255,7 @@ class IsolatedLearner:
 
     def __init__(self, path: str, class_name: str | None = None, time_limit: float | None = DEFAULT_TIME_LIMIT):
         self.path, self.class_name, self.time_limit = path, class_name, time_limit
-        self.where = "while the worker starts"
+        self.where = self.last_call = "while the worker starts"
         self.process = None
         self.borrowed: dict[str, None] = {}
         self.inherits: list[str] = []
@@ -329,7 +333,7 @@ class IsolatedLearner:
                              f"({type(error).__name__}): did your code write to the grader's pipe?") from None
             limit = None
             if kind == "call":
-                self.where = value[0]
+                self.where = self.last_call = value[0]
             elif kind == "borrowed":
                 self.borrowed[value[0]] = None
             elif kind == "forbidden":
@@ -340,7 +344,7 @@ class IsolatedLearner:
                 return value
             elif kind == "done":
                 self.output += value[1]
-                self.where = f"between two calls (after: {self.where})"
+                self.where = f"between two calls (the last: {self.last_call})"
                 return value[0]
             else:
                 self.output += value[1] if len(value) > 1 else ""
