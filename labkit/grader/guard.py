@@ -29,6 +29,7 @@ What no check inside one process can promise is listed in isolate.py's docstring
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import gc
@@ -139,24 +140,39 @@ def _namespaces() -> dict[str, tuple[object, bool]]:
 
     import torch.serialization
 
-    modules = (("torch", torch), ("torch.nn.functional", torch.nn.functional), ("torch.autograd", torch.autograd),
+    modules = (("builtins", builtins), ("torch", torch), ("torch.nn.functional", torch.nn.functional),
+               ("torch.autograd", torch.autograd),
                ("torch.serialization", torch.serialization), ("pickle", pickle), ("copy", sys.modules["copy"]),
                ("multiprocessing.connection", multiprocessing.connection),
                ("torch.nn.modules.module", sys.modules["torch.nn.modules.module"]))
     classes = (("torch.Tensor", torch.Tensor), ("torch.nn.Module", nn.Module), ("torch.nn.Linear", nn.Linear),
                ("multiprocessing.connection.Connection", multiprocessing.connection.Connection),
                ("multiprocessing.connection._ConnectionBase", multiprocessing.connection._ConnectionBase))
-    # in a class, an added name overrides an inherited one: additions count
-    found = {name: (space, False) for name, space in modules} | {name: (space, True) for name, space in classes}
+    # a name added to one of these classes counts when it overrides an inherited one (transformers adds
+    # methods of its own to torch.nn.Module, which override nothing)
+    found = {name: (space, NO_ADDITIONS) for name, space in modules} | {
+        name: (space, OVERRIDING_ADDITIONS) for name, space in classes}
     for name, module in list(sys.modules.items()):
         if module is None or not (name.startswith(("labkit.grader", "minimind_ref"))
                                   or name in ("labkit.numerics", "labkit.models")):
             continue
-        found[name] = (module, False)
+        found[name] = (module, NO_ADDITIONS)
         for attribute, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:
-                found[f"{name}.{attribute}"] = (value, True)
+                found[f"{name}.{attribute}"] = (value, ALL_ADDITIONS)
     return found
+
+
+# Which names added to a namespace count as a change: none (a module), those that override an
+# inherited one (torch's classes, multiprocessing's), all (the grader's and minimind_ref's classes).
+NO_ADDITIONS, OVERRIDING_ADDITIONS, ALL_ADDITIONS = 0, 1, 2
+
+
+def _added(holder, names, then, additions: int) -> list[str]:
+    added = [name for name in names if name not in then and not name.startswith("__")]
+    if additions == OVERRIDING_ADDITIONS:
+        return [name for name in added if any(name in vars(base) for base in holder.__mro__[1:])]
+    return added if additions == ALL_ADDITIONS else []
 
 
 def _functions(value) -> list[types.FunctionType]:
@@ -297,15 +313,14 @@ def replaced(snapshot: Snapshot | None = None) -> list[str]:
     swapped `__code__` keeps the function's identity); the stages' fields changed in place."""
     snapshot = snapshot or _SNAPSHOT
     found = []
-    for space, holder, additions_count, then in snapshot.spaces:
+    for space, holder, additions, then in snapshot.spaces:
         names = vars(holder)
         if _unchanged(names, then):
             continue
         for name, original in then.items():
             if name not in _BOOKKEEPING and (name not in names or not _same(names[name], original)):
                 found.append(f"{space}.{name}")
-        if additions_count:
-            found += [f"{space}.{name}" for name in names if name not in then and not name.startswith("__")]
+        found += [f"{space}.{name}" for name in _added(holder, names, then, additions)]
     return found + snapshot.changed_functions() + snapshot.changed_objects()
 
 

@@ -212,8 +212,9 @@ def test_the_command_line_runs_as_a_module(tmp_path):
     path = tmp_path / "my_attention.py"
     path.write_text(HEADER + "class MyAttention(RepeatTiled):\n    pass\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # no wall-clock limit of its own: the grader bounds every call and its worker's start itself
     result = subprocess.run([sys.executable, "-m", "labkit.grader", str(path)], capture_output=True, text=True,
-                            env=env, cwd=tmp_path, timeout=120)
+                            env=env, cwd=tmp_path)
     assert result.returncode == 1 and f"stage 3 of {len(LADDER)}, grouped key/value heads, fails" in result.stdout
 
 

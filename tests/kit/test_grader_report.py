@@ -16,8 +16,10 @@ from labkit.grader.grade import _numbers
 
 # -- the contract's inputs, ignored --------------------------------------------------------------
 
-class OwnAngles(nn.Module):
-    """A layer right in every step but one: it builds its own RoPE table from the positions."""
+class Written(nn.Module):
+    """A right layer, written out, whose handling of its inputs the classes below change: the
+    angles it rotates with, the mask it attends with, where it keeps the keys and values. The
+    attention itself is minimind_ref's function."""
 
     def __init__(self, config, layer_idx=0):
         super().__init__()
@@ -28,13 +30,13 @@ class OwnAngles(nn.Module):
         self.q_norm, self.k_norm = reference.q_norm, reference.k_norm
 
     def angles(self, x, position_embeddings, cache):
-        start = cache.get_seq_length(self.layer_idx) if cache is not None else 0
-        cos, sin = mm.precompute_freqs_cis(self.config.head_dim, self.config.max_position_embeddings,
-                                           self.config.rope_theta)
-        return cos[start:start + x.shape[1]], sin[start:start + x.shape[1]]
+        return position_embeddings
 
     def mask(self, attn_mask, x, cache):
         return attn_mask
+
+    def store(self, cache, k, v):
+        return cache.update(self.layer_idx, k, v)
 
     def forward(self, x, position_embeddings, attn_mask=None, past_key_values=None, output_attentions=False):
         b, t, _ = x.shape
@@ -48,18 +50,25 @@ class OwnAngles(nn.Module):
         q, k = mm.apply_rotary_pos_emb(q, k, cos, sin)
         mask = self.mask(attn_mask, x, past_key_values)
         if past_key_values is not None:
-            k, v = past_key_values.update(self.layer_idx, k, v)
+            k, v = self.store(past_key_values, k, v)
         out, weights = mm.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
                                                        enable_gqa=True, return_weights=True)
         out = self.o_proj(out.transpose(1, 2).reshape(b, t, h * d))
         return out, weights if output_attentions else None
 
 
-class CausalAgain(OwnAngles):
-    """Right angles; causality applied on top of the mask it is given."""
+class OwnAngles(Written):
+    """Builds its own RoPE table from the positions."""
 
     def angles(self, x, position_embeddings, cache):
-        return position_embeddings
+        start = cache.get_seq_length(self.layer_idx) if cache is not None else 0
+        cos, sin = mm.precompute_freqs_cis(self.config.head_dim, self.config.max_position_embeddings,
+                                           self.config.rope_theta)
+        return cos[start:start + x.shape[1]], sin[start:start + x.shape[1]]
+
+
+class CausalAgain(Written):
+    """Applies causality on top of the mask it is given."""
 
     def mask(self, attn_mask, x, cache):
         if attn_mask is None:
@@ -68,12 +77,12 @@ class CausalAgain(OwnAngles):
         return attn_mask & mm.causal_mask(x.shape[1], start + x.shape[1])
 
 
-class CacheOfItsOwn(mm.Attention):
+class CacheOfItsOwn(Written):
     """Keeps the keys and values itself and never calls past_key_values.update."""
 
     kept = None
 
-    def append_to_cache(self, cache, k, v):
+    def store(self, cache, k, v):
         if self.kept is not None:
             k, v = torch.cat([self.kept[0], k], dim=2), torch.cat([self.kept[1], v], dim=2)
         self.kept = (k, v)
@@ -117,13 +126,6 @@ class Delegates(nn.Module):
         return self.inner(x, position_embeddings, attn_mask, past_key_values, output_attentions)
 
 
-class CallsTheFunction(OwnAngles):
-    """Its own projections and angles; the attention itself is minimind_ref's function."""
-
-    def angles(self, x, position_embeddings, cache):
-        return position_embeddings
-
-
 def test_a_layer_that_inherits_or_delegates_to_the_reference_is_reported_as_such():
     class Inherits(mm.Attention):
         pass
@@ -138,7 +140,7 @@ def test_a_layer_that_inherits_or_delegates_to_the_reference_is_reported_as_such
     assert (f"{len(delegates.borrowed)} of the reference's functions ran in it (minimind_ref's Attention.__init__, "
             f"Attention.forward, Attention.split_heads and {len(delegates.borrowed) - 3} more)") in str(delegates)
 
-    function = grade(CallsTheFunction, quiet=True)
+    function = grade(Written, quiet=True)
     assert function.passed and function.borrowed[0] == "minimind_ref: scaled_dot_product_attention"
     assert "of the reference's functions ran in it (minimind_ref's scaled_dot_product_attention" in str(function)
 
