@@ -366,6 +366,8 @@ def _forbidden_calls() -> dict:
 
 
 _FORBIDDEN_CALLS = types.MappingProxyType(_forbidden_calls())
+_CTYPES_FILES = tuple(str(Path(folder).resolve()) + "/" for folder in (
+    importlib.util.find_spec("ctypes").submodule_search_locations or []))
 
 
 # -- where in the learner's code --------------------------------------------------------------------
@@ -483,16 +485,20 @@ class Guard:
             raise raised
 
 
-def report_profile(tell, where: tuple, labels, qualname, forbidden, hook_users, frame, event, arg) -> None:
+def report_profile(tell, where: tuple, labels, qualname, off_limits: tuple, forbidden, hook_users, frame, event,
+                   arg) -> None:
     """The grader's profile function, bound with functools.partial (whose function and arguments
     cannot be reassigned): `tell("borrowed", name)` as each of the reference's functions starts,
-    `tell("forbidden", what)` before each forbidden C function runs (`forbidden`: function -> what).
+    `tell("forbidden", what)` before each forbidden C function runs (`forbidden`: function -> what)
+    and as Python code of ctypes starts (`off_limits`: its files).
     It looks up no global and no builtin, so rebinding one changes nothing here; the guard's own
     calls to the profiler hooks (`hook_users`, code objects: a running frame's code cannot be
     swapped) are allowed."""
     if event == "call":
         filename = frame.f_code.co_filename
-        if filename.startswith(where):
+        if filename.startswith(off_limits):
+            tell("forbidden", "ctypes, which reads and writes memory")
+        elif filename.startswith(where):
             for prefix, label in labels:
                 if filename.startswith(prefix):
                     tell("borrowed", label + ": " + qualname(frame.f_code))
@@ -510,7 +516,7 @@ def profiler(tell):
     """The profile function to install: report_profile bound to `tell` and the grader's tables."""
     return functools.partial(report_profile, tell, _REFERENCE_PREFIXES, tuple(_REFERENCE_FILES.items()),
                              operator.attrgetter("co_qualname" if sys.version_info >= (3, 11) else "co_name"),
-                             _FORBIDDEN_CALLS, _HOOK_USERS)
+                             _CTYPES_FILES, _FORBIDDEN_CALLS, _HOOK_USERS)
 
 
 def report_audit(tell, events, swapped, functions, event, args) -> None:
