@@ -39,6 +39,7 @@ import linecache
 import operator
 import signal
 import sys
+import sysconfig
 import threading
 import traceback
 import types
@@ -368,6 +369,9 @@ def _forbidden_calls() -> dict:
 _FORBIDDEN_CALLS = types.MappingProxyType(_forbidden_calls())
 _CTYPES_FILES = tuple(str(Path(folder).resolve()) + "/" for folder in (
     importlib.util.find_spec("ctypes").submodule_search_locations or []))
+_LIBRARIES = tuple(dict.fromkeys([*(str(Path(path).resolve()) + "/" for path in (
+    sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib"))),
+    str(_ROOT / "labkit") + "/", str(_ROOT / "minimind_ref") + "/", "<frozen"]))
 
 
 # -- where in the learner's code --------------------------------------------------------------------
@@ -485,19 +489,22 @@ class Guard:
             raise raised
 
 
-def report_profile(tell, where: tuple, labels, qualname, off_limits: tuple, forbidden, hook_users, frame, event,
-                   arg) -> None:
+def report_profile(tell, where: tuple, labels, qualname, off_limits: tuple, libraries: tuple, forbidden, hook_users,
+                   frame, event, arg) -> None:
     """The grader's profile function, bound with functools.partial (whose function and arguments
     cannot be reassigned): `tell("borrowed", name)` as each of the reference's functions starts,
     `tell("forbidden", what)` before each forbidden C function runs (`forbidden`: function -> what)
-    and as Python code of ctypes starts (`off_limits`: its files).
+    and as Python code of ctypes starts, called from code that is not a library's (`off_limits`:
+    ctypes' files; `libraries`: where Python, its packages and the kit live, whose imports use ctypes).
     It looks up no global and no builtin, so rebinding one changes nothing here; the guard's own
     calls to the profiler hooks (`hook_users`, code objects: a running frame's code cannot be
     swapped) are allowed."""
     if event == "call":
         filename = frame.f_code.co_filename
         if filename.startswith(off_limits):
-            tell("forbidden", "ctypes, which reads and writes memory")
+            caller = frame.f_back
+            if caller is not None and not caller.f_code.co_filename.startswith(libraries):
+                tell("forbidden", "ctypes, which reads and writes memory")
         elif filename.startswith(where):
             for prefix, label in labels:
                 if filename.startswith(prefix):
@@ -516,7 +523,7 @@ def profiler(tell):
     """The profile function to install: report_profile bound to `tell` and the grader's tables."""
     return functools.partial(report_profile, tell, _REFERENCE_PREFIXES, tuple(_REFERENCE_FILES.items()),
                              operator.attrgetter("co_qualname" if sys.version_info >= (3, 11) else "co_name"),
-                             _CTYPES_FILES, _FORBIDDEN_CALLS, _HOOK_USERS)
+                             _CTYPES_FILES, _LIBRARIES, _FORBIDDEN_CALLS, _HOOK_USERS)
 
 
 def report_audit(tell, events, swapped, functions, event, args) -> None:

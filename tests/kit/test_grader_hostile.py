@@ -110,6 +110,13 @@ class ReachesTheCollector(mm.Attention):
         return q @ k.transpose(-2, -1)
 
 
+class ReachesMemory(mm.Attention):
+    def scores(self, q, k):
+        import ctypes
+        ctypes.cast(id(q), ctypes.py_object)
+        return q @ k.transpose(-2, -1)
+
+
 @pytest.mark.parametrize("cls, words", [
     (ExitsInForward, "your code ends the program in forward (stage 1"),
     (ChangesDtype, "changes torch's global state in forward (stage 1, layer 0, one call, every key visible; "
@@ -121,6 +128,8 @@ class ReachesTheCollector(mm.Attention):
                    "visible; 5 tokens): labkit.grader.compare.first_difference (its code, defaults or closure)"),
     (ReachesTheCollector, "reaches into the interpreter in forward (stage 1, layer 0, one call, every key visible; "
                           "5 tokens): a call to gc.get_referrers()"),
+    (ReachesMemory, "reaches into the interpreter in forward (stage 1, layer 0, one call, every key visible; "
+                    "5 tokens): ctypes, which reads and writes memory"),
 ])
 def test_grade_in_process_refuses_what_would_bend_the_verdict(cls, words, hang_limit):
     original = labkit.grader.compare.first_difference

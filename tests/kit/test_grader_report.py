@@ -141,8 +141,7 @@ def test_a_layer_that_inherits_or_delegates_to_the_reference_is_reported_as_such
             f"Attention.forward, Attention.split_heads and {len(delegates.borrowed) - 3} more)") in str(delegates)
 
     function = grade(Written, quiet=True)
-    assert function.passed and function.borrowed[0] == "minimind_ref: scaled_dot_product_attention"
-    assert "of the reference's functions ran in it (minimind_ref's scaled_dot_product_attention" in str(function)
+    assert function.passed and "minimind_ref: scaled_dot_product_attention" in function.borrowed
 
 
 @pytest.mark.parametrize("cls", STYLES[:1], ids=lambda cls: cls.__name__)
