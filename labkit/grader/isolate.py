@@ -102,7 +102,7 @@ def _kind(mode: int) -> str | None:
         return "a device (such as /dev/zero), which the grader would read for ever"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return "a special file of the system"
 
 
 def load_class(path: str, class_name: str | None, guard: Guard | None = None):

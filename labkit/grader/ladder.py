@@ -308,9 +308,14 @@ def _plain(value, what: str) -> torch.Tensor:
     return value.detach()
 
 
+def _stored(cache) -> int:
+    """Positions the cache holds, over all its layers (a layer that writes another's slot still stores)."""
+    return sum(cache.get_seq_length(layer) for layer in range(cache.num_layers))
+
+
 def _cache_grew(cache, stored: int, new_tokens: int) -> None:
     """A cached call stores its new keys and values in the cache it is given, once: the contract."""
-    grew = sum(cache.lengths) - stored
+    grew = _stored(cache) - stored
     if grew != new_tokens:
         raise Finding(f"past_key_values holds {grew} more position{'s' if grew != 1 else ''} after your call, "
                       f"expected {new_tokens}, the new tokens: store the new keys and values in the cache you are "
@@ -325,7 +330,7 @@ def _call(layer: nn.Module, call: Call, cache, dtype, ask: bool = True, guard=No
     backward = call.grad_output is not None
     x = call.x.to(dtype).detach().requires_grad_(backward)
     given = cache if call.cached else None
-    stored = sum(cache.lengths) if given is not None else 0
+    stored = _stored(cache) if given is not None else 0
 
     def forward() -> Outcome:
         merged = []
