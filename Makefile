@@ -102,10 +102,10 @@ quiz: ## take a module's quiz in the terminal: make quiz M=03
 # The grader's own exit status is 0 (every stage passes), 1 (a stage fails), 2 (a usage mistake);
 # make reports any failure as its own status 2, so scripts that need the difference call
 # `python -m labkit.grader FILE` directly.
-grade: ## grade your attention layer stage by stage: make grade FILE=path/to/my_attention.py (module 10)
+grade: ## grade your attention layer stage by stage: make grade FILE=path/to/my_attention.py (module 10; LANG=zh-CN: 中文)
 	@if [ -z "$(FILE)" ]; then echo "make grade needs your file, as in: make grade FILE=path/to/my_attention.py" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory setup
-	@$(PY) -m labkit.grader "$(FILE)" $(ARGS)
+	@$(PY) -m labkit.grader --lang $(EDITION) "$(FILE)" $(ARGS)
 
 notebooks: ## re-execute notebooks in place to refresh stored outputs (all, or M=03)
 	@$(CHECK) notebooks $(if $(M),"$(M)")

@@ -2,6 +2,7 @@
 
     python -m labkit.grader my_attention.py                 # the one nn.Module class in the file
     python -m labkit.grader my_attention.py --class MyAttention
+    python -m labkit.grader my_attention.py --lang zh-CN    # the report in Chinese (make grade ... LANG=zh-CN)
 
 The file runs in a process of its own; the reference and every comparison run in this one
 (isolate.py), with a line per stage as it runs, and the notebook's report. Exit status: 0 when
@@ -18,6 +19,7 @@ import argparse
 import sys
 
 from labkit.experiment import float_in
+from labkit.i18n import LANGUAGES, language, speaking, tr
 
 from .grade import GraderUsageError
 from .guard import DEFAULT_TIME_LIMIT
@@ -34,12 +36,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="the class to grade (default: the one nn.Module class the file defines)")
     parser.add_argument("--time-limit", type=float_in(0.5, 600), default=DEFAULT_TIME_LIMIT,
                         help=f"seconds one call of your layer may take, 0.5 to 600 (default {DEFAULT_TIME_LIMIT:g})")
+    parser.add_argument("--lang", choices=LANGUAGES, default=None,
+                        help="the report's language: en or zh-CN (简体中文); default: the course's "
+                             "(ATTENTION_LAB_LANG, a zh-CN folder); make grade passes it from LANG=")
     args = parser.parse_args(argv)
-    try:
-        report = grade_file(args.file, args.class_name, time_limit=args.time_limit)
-    except GraderUsageError as error:
-        print(f"usage error: {error}", file=sys.stderr)
-        return 2
+    with speaking(args.lang or language()):
+        try:
+            report = grade_file(args.file, args.class_name, time_limit=args.time_limit)
+        except GraderUsageError as error:
+            print(tr("usage error: {error}", error=error), file=sys.stderr)
+            return 2
     return 0 if report.passed else 1
 
 

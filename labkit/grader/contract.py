@@ -22,10 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import minimind_ref as mm
+from labkit.i18n import phrase
 
 from .ladder import Call
 
-CONTRACT_TEXT = 'modules/10_capstone/README.md, "The contract" (notebook 10, section 2)'
+CONTRACT_TEXT = phrase('modules/10_capstone/README.md, "The contract" (notebook 10, section 2)')
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,14 @@ def _causality_again(call: Call, config: mm.MiniMindConfig) -> Call:
 
 
 CONTRACT: tuple[Misread, ...] = (
-    Misread("own_angles", "RoPE angles of its own", "Your layer rotates q and k with angles it computes itself, "
-            "not with the position_embeddings (cos, sin) it is given: the model computes them once, for the "
-            "positions the tokens really have (stage 1 gives cos = 1 and sin = 0, no rotation at all; a padded "
-            "batch gives each sequence its own positions); rotate with the cos and sin you receive.", _own_angles),
-    Misread("causality_again", "causality applied again to the given mask", "Your layer hides keys that the "
-            "attn_mask it is given shows: it builds a causal mask of its own, or applies causality on top of "
-            "attn_mask; the given mask is already the whole mask (causality and padding included, and in stage 1 "
-            "every key visible), so use it as it is and build the causal mask only when attn_mask is None.",
-            _causality_again),
+    Misread("own_angles", phrase("RoPE angles of its own"),
+            phrase("Your layer rotates q and k with angles it computes itself, not with the position_embeddings "
+                   "(cos, sin) it is given: the model computes them once, for the positions the tokens really have "
+                   "(stage 1 gives cos = 1 and sin = 0, no rotation at all; a padded batch gives each sequence its "
+                   "own positions); rotate with the cos and sin you receive."), _own_angles),
+    Misread("causality_again", phrase("causality applied again to the given mask"),
+            phrase("Your layer hides keys that the attn_mask it is given shows: it builds a causal mask of its own, "
+                   "or applies causality on top of attn_mask; the given mask is already the whole mask (causality "
+                   "and padding included, and in stage 1 every key visible), so use it as it is and build the "
+                   "causal mask only when attn_mask is None."), _causality_again),
 )

@@ -48,6 +48,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from labkit.i18n import tr
+
 DEFAULT_TIME_LIMIT = 30.0  # seconds per call: a stage-10 generate takes well under one on a laptop
 
 
@@ -447,13 +449,13 @@ class Guard:
                         own_profiler = sys.getprofile() is profile
                         sys.setprofile(None)
         except SystemExit as error:
-            raise Misuse(f"your code ends the program {where}: it raises SystemExit"
-                         f"{'(' + repr(error.code) + ')' if error.code is not None else ''}{learner_line(error)} "
-                         f"(sys.exit(), exit() or quit()). A layer must return; move a self-test under "
-                         f"`if __name__ == \"__main__\":`.") from None
+            raise Misuse(tr("your code ends the program {where}: it raises {exit}{line} (sys.exit(), exit() or "
+                            "quit()). A layer must return; move a self-test under `if __name__ == \"__main__\":`.",
+                            where=where, line=learner_line(error), exit="SystemExit" + (
+                                f"({error.code!r})" if error.code is not None else ""))) from None
         except _OutOfTime:
-            raise Misuse(f"your code did not return within {time_limit:g} s {where}: a loop that never ends? "
-                         f"The grader stopped it.") from None
+            raise Misuse(tr("your code did not return within {limit} s {where}: a loop that never ends? The "
+                            "grader stopped it.", limit=f"{time_limit:g}", where=where)) from None
         except Misuse:
             raise
         except BaseException as error:  # how the call ended is told after what it changed, checked below
@@ -471,20 +473,21 @@ class Guard:
         changes = changed_state(before, after)
         if changes:
             restore_torch_state(before, rng)
-            raise Misuse(f"your code changes torch's global state {where}: {'; '.join(changes)}. A layer must "
-                         f"leave torch as it found it (use a context manager such as torch.no_grad(), or set "
-                         f"dtypes on your own tensors).")
+            raise Misuse(tr("your code changes torch's global state {where}: {changes}. A layer must leave torch "
+                            "as it found it (use a context manager such as torch.no_grad(), or set dtypes on your "
+                            "own tensors).", where=where, changes="; ".join(changes)))
         left = _hooks_changed(hooks, _hooks())
         if left:
-            raise Misuse(f"your code leaves {', '.join(left)} behind {where}: code that runs after your call "
-                         f"returned is outside the grader's watch. A layer does its work inside forward.")
+            raise Misuse(tr("your code leaves {left} behind {where}: code that runs after your call returned is "
+                            "outside the grader's watch. A layer does its work inside forward.",
+                            left=", ".join(left), where=where))
         intact = (replaced is check and check.__code__ is check_code and _SNAPSHOT is snapshot
                   and self.time_limit is time_limit and self.on_call is on_call and self.borrowed is borrowed)
         gone = check(snapshot) if intact else ["labkit.grader.guard (the grader's own checks)"]
         if gone:
-            raise Misuse(f"your code replaces the grader's own functions {where}: {', '.join(gone[:4])}"
-                         f"{f' and {len(gone) - 4} more' if len(gone) > 4 else ''}. The grader grades your layer, "
-                         f"not a patched grader.")
+            raise Misuse(tr("your code replaces the grader's own functions {where}: {gone}. The grader grades your "
+                            "layer, not a patched grader.", where=where, gone=", ".join(gone[:4]) + (
+                                tr(" and {count} more", count=len(gone) - 4) if len(gone) > 4 else "")))
         if raised is not None:
             raise raised
 
@@ -570,9 +573,9 @@ def _tell_into(borrowed: dict, forbidden: list):
 
 
 def reaches_in(forbidden, where: str) -> str:
-    return (f"your code reaches into the interpreter {where}: {', '.join(dict.fromkeys(forbidden))}. That can "
-            f"read or change the grader's own records, or run code where no guard watches; a layer computes its "
-            f"output from its inputs, and the grader does not grade code that does more.")
+    return tr("your code reaches into the interpreter {where}: {what}. That can read or change the grader's own "
+              "records, or run code where no guard watches; a layer computes its output from its inputs, and the "
+              "grader does not grade code that does more.", where=where, what=", ".join(dict.fromkeys(forbidden)))
 
 
 # The code that may call the profiler hooks: the guard's watch, which installs and removes its

@@ -49,6 +49,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from labkit.i18n import language, phrase, tr, use_language
+
 from .guard import DEFAULT_TIME_LIMIT, Guard, Misuse, audit_hook, learner_line, profiler, reaches_in, tell_parent
 from .ladder import STAGE, Outcome, Raised, Stage, Unfinished
 
@@ -65,28 +67,30 @@ def learner_file(path: str) -> Path:
     from .grade import GraderUsageError
 
     file = Path(path)
-    ask = "give the path of the .py file that defines your attention class"
+    ask = tr("give the path of the .py file that defines your attention class")
     try:
         mode = file.stat().st_mode
     except FileNotFoundError:
         if file.is_symlink():
-            raise GraderUsageError(f"{path} is a symbolic link to {os.readlink(file)}, which does not exist; "
-                                   f"{ask}.") from None
-        raise GraderUsageError(f"{path}: no such file; {ask}.") from None
+            raise GraderUsageError(tr("{path} is a symbolic link to {target}, which does not exist; {ask}.",
+                                      path=path, target=os.readlink(file), ask=ask)) from None
+        raise GraderUsageError(tr("{path}: no such file; {ask}.", path=path, ask=ask)) from None
     except OSError as error:
-        what = {errno.ELOOP: "is a loop of symbolic links (each points on to another, never to a file)",
-                errno.ENOTDIR: "runs through a file as if it were a folder",
-                errno.EACCES: "cannot be reached: permission denied on a folder on the way",
-                errno.ENAMETOOLONG: "is too long a name for this system"}.get(error.errno, f"cannot be read ({error})")
-        raise GraderUsageError(f"{path} {what}; {ask}.") from None
+        what = {errno.ELOOP: phrase("is a loop of symbolic links (each points on to another, never to a file)"),
+                errno.ENOTDIR: phrase("runs through a file as if it were a folder"),
+                errno.EACCES: phrase("cannot be reached: permission denied on a folder on the way"),
+                errno.ENAMETOOLONG: phrase("is too long a name for this system")}.get(error.errno)
+        what = tr(what) if what else tr("cannot be read ({error})", error=error)
+        raise GraderUsageError(tr("{path} {what}; {ask}.", path=path, what=what, ask=ask)) from None
     kind = _kind(mode)
     if kind is not None:
-        link = f" (a symbolic link to {os.readlink(file)})" if file.is_symlink() else ""
-        raise GraderUsageError(f"{path}{link} is {kind}, not a file; {ask}.")
+        link = tr(" (a symbolic link to {target})", target=os.readlink(file)) if file.is_symlink() else ""
+        raise GraderUsageError(tr("{path}{link} is {kind}, not a file; {ask}.", path=path, link=link, kind=tr(kind),
+                                  ask=ask))
     if file.suffix != ".py":
-        raise GraderUsageError(f"{path} is not a Python file (.py); {ask}.")
+        raise GraderUsageError(tr("{path} is not a Python file (.py); {ask}.", path=path, ask=ask))
     if not os.access(file, os.R_OK):
-        raise GraderUsageError(f"{path} cannot be read: permission denied; {ask}.")
+        raise GraderUsageError(tr("{path} cannot be read: permission denied; {ask}.", path=path, ask=ask))
     return file
 
 
@@ -95,14 +99,14 @@ def _kind(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
-        return "a folder"
+        return phrase("a folder")
     if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO), which the grader would wait on for ever"
+        return phrase("a named pipe (FIFO), which the grader would wait on for ever")
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device (such as /dev/zero), which the grader would read for ever"
+        return phrase("a device (such as /dev/zero), which the grader would read for ever")
     if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file of the system"
+        return phrase("a socket")
+    return phrase("a special file of the system")
 
 
 def load_class(path: str, class_name: str | None, guard: Guard | None = None):
@@ -115,7 +119,7 @@ def load_class(path: str, class_name: str | None, guard: Guard | None = None):
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(file.resolve().parent))  # the file may import its neighbours
     try:
-        with guard.watch(f"at import of {file.name}") if guard is not None else _nothing():
+        with guard.watch(tr("at import of {file}", file=file.name)) if guard is not None else _nothing():
             try:
                 spec.loader.exec_module(module)
                 problem = None
@@ -129,13 +133,14 @@ def load_class(path: str, class_name: str | None, guard: Guard | None = None):
                if inspect.isclass(value) and issubclass(value, nn.Module) and value.__module__ == module.__name__}
     if class_name is not None:
         if class_name not in defined:
-            raise GraderUsageError(f"--class {class_name}: {path} defines no nn.Module class of that name; "
-                                   f"it defines {', '.join(sorted(defined)) or 'none'}.")
+            raise GraderUsageError(tr("--class {name}: {path} defines no nn.Module class of that name; it defines "
+                                      "{found}.", name=class_name, path=path,
+                                      found=", ".join(sorted(defined)) or tr("none")))
         return defined[class_name]
     if len(defined) != 1:
-        found = ", ".join(sorted(defined)) if defined else "none"
-        raise GraderUsageError(f"{path} must define exactly one nn.Module class, or name one with --class; "
-                               f"it defines {found}.")
+        found = ", ".join(sorted(defined)) if defined else tr("none")
+        raise GraderUsageError(tr("{path} must define exactly one nn.Module class, or name one with --class; it "
+                                  "defines {found}.", path=path, found=found))
     return next(iter(defined.values()))
 
 
@@ -198,10 +203,13 @@ def records_from_data(data) -> dict:
 
 # -- the worker -------------------------------------------------------------------------------------
 
-def _worker(conn, path: str, class_name: str | None, time_limit: float | None) -> None:
+def _worker(conn, path: str, class_name: str | None, time_limit: float | None, lang: str = "en") -> None:
     """The worker's loop: watch, import the file, then answer ("check",) and ("run", stage key, seed,
-    passes)."""
+    passes); its messages in the parent's language `lang`."""
     from .grade import GraderUsageError, LocalLearner, check_learner, inherited_reference
+
+    use_language(lang)
+    tr("usage error: {error}", error="")  # the catalog read now, before the file runs and the hooks watch
 
     # Before the file runs: an audit hook (which nothing can remove) and a profiler, both telling the
     # parent straight through the pipe (module docstring). Neither is ever taken down.
@@ -218,7 +226,7 @@ def _worker(conn, path: str, class_name: str | None, time_limit: float | None) -
     guard = Guard(time_limit, on_call=lambda where: send("call", where))
     try:
         cls = load_class(path, class_name, guard)
-        with guard.watch("while the grader reads your class"):
+        with guard.watch(tr("while the grader reads your class")):
             check_learner(cls)
             name, inherits = cls.__name__, inherited_reference(cls)
         learner = LocalLearner(cls, time_limit)
@@ -255,7 +263,7 @@ class IsolatedLearner:
 
     def __init__(self, path: str, class_name: str | None = None, time_limit: float | None = DEFAULT_TIME_LIMIT):
         self.path, self.class_name, self.time_limit = path, class_name, time_limit
-        self.where = self.last_call = "while the worker starts"
+        self.where = self.last_call = tr("while the worker starts")
         self.process = None
         self.borrowed: dict[str, None] = {}
         self.inherits: list[str] = []
@@ -265,8 +273,8 @@ class IsolatedLearner:
         """Start the worker; the class's name once the file is imported and the class checked."""
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker, args=(child, self.path, self.class_name, self.time_limit),
-                                       daemon=True)
+        self.process = context.Process(target=_worker, daemon=True,
+                                       args=(child, self.path, self.class_name, self.time_limit, language()))
         self.process.start()
         child.close()
         name, self.inherits = self._answer(STARTUP_LIMIT)
@@ -297,15 +305,15 @@ class IsolatedLearner:
             self.process.join(5)
             code = self.process.exitcode
         if code is None:
-            how = "it stopped answering"
+            how = tr("it stopped answering")
         elif code < 0:
-            how = f"killed by signal {signal.Signals(-code).name}" if -code in signal.valid_signals() else \
-                f"killed by signal {-code}"
+            how = tr("killed by signal {signal}",
+                     signal=signal.Signals(-code).name if -code in signal.valid_signals() else -code)
         else:
-            how = f"exit status {code}"
+            how = tr("exit status {code}", code=code)
         self.close()
-        return Misuse(f"your code ended the grader's worker process {self.where} ({how}): os._exit(), a crash, a "
-                      f"signal, or memory running out. A layer must return.")
+        return Misuse(tr("your code ended the grader's worker process {where} ({how}): os._exit(), a crash, a "
+                         "signal, or memory running out. A layer must return.", where=self.where, how=how))
 
     def _answer(self, first_limit: float | None = None):
         from .grade import GraderUsageError
@@ -319,8 +327,8 @@ class IsolatedLearner:
                 raise self._ended() from None
             if not ready:
                 self.close()
-                raise Misuse(f"your code did not return within {wait:g} s {self.where}: a loop that never ends? "
-                             f"The grader stopped it.")
+                raise Misuse(tr("your code did not return within {limit} s {where}: a loop that never ends? The "
+                                "grader stopped it.", limit=f"{wait:g}", where=self.where))
             try:
                 data = self.conn.recv_bytes()
             except (OSError, ValueError, EOFError):
@@ -329,8 +337,9 @@ class IsolatedLearner:
                 kind, *value = _decode(data)
             except Exception as error:  # not data the grader reads: a message forged or cut short
                 self.close()
-                raise Misuse(f"the grader's worker sent something that is not a record {self.where} "
-                             f"({type(error).__name__}): did your code write to the grader's pipe?") from None
+                raise Misuse(tr("the grader's worker sent something that is not a record {where} ({error}): did "
+                                "your code write to the grader's pipe?", where=self.where,
+                                error=type(error).__name__)) from None
             limit = None
             if kind == "call":
                 self.where = self.last_call = value[0]
@@ -340,11 +349,11 @@ class IsolatedLearner:
                 self.close()
                 raise Misuse(reaches_in(value, self.where))
             elif kind == "ready":
-                self.where = "between two calls"
+                self.where = tr("between two calls")
                 return value
             elif kind == "done":
                 self.output += value[1]
-                self.where = f"between two calls (the last: {self.last_call})"
+                self.where = tr("between two calls (the last: {call})", call=self.last_call)
                 return value[0]
             else:
                 self.output += value[1] if len(value) > 1 else ""
@@ -355,7 +364,8 @@ class IsolatedLearner:
                     raise GraderUsageError(message)
                 if kind == "unfinished":
                     raise Unfinished(message)
-                raise Misuse(f"the grader's worker sent a message of an unknown kind, {kind!r} {self.where}.")
+                raise Misuse(tr("the grader's worker sent a message of an unknown kind, {kind} {where}.",
+                                kind=repr(kind), where=self.where))
 
     def close(self) -> None:
         if self.process is None:
