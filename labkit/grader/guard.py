@@ -443,8 +443,10 @@ class Guard:
                 if profile is not None:
                     sys.setprofile(profile)
                 try:
+                    _learner_runs()
                     yield
                 finally:
+                    _grader_runs()
                     if profile is not None:
                         own_profiler = sys.getprofile() is profile
                         sys.setprofile(None)
@@ -492,10 +494,23 @@ class Guard:
             raise raised
 
 
+def _learner_runs() -> None:
+    """Called by Guard.watch just before the learner's code runs: the profiler counts the reference's
+    code from here (report_profile). Empty: the profiler sees the call, by its code object."""
+
+
+def _grader_runs() -> None:
+    """Called by Guard.watch as soon as the learner's code has returned: the grader's own code runs
+    from here, and the reference it builds is not the learner's borrowing."""
+
+
 def report_profile(tell, where: tuple, labels, qualname, off_limits: tuple, libraries: tuple, forbidden, hook_users,
-                   frame, event, arg) -> None:
+                   marks: tuple, learner: list, frame, event, arg) -> None:
     """The grader's profile function, bound with functools.partial (whose function and arguments
-    cannot be reassigned): `tell("borrowed", name)` as each of the reference's functions starts,
+    cannot be reassigned): `tell("borrowed", name)` as each of the reference's functions starts
+    while the learner's code runs (inside a Guard.watch: `learner[0]` counts the watches open, moved
+    by the calls to _learner_runs and _grader_runs from Guard.watch's own code only, `marks`; the
+    worker's profiler is on for the whole grading, and the grader's own reference is not the learner's),
     `tell("forbidden", what)` before each forbidden C function runs (`forbidden`: function -> what)
     and as Python code of ctypes starts, called from code that is not a library's (`off_limits`:
     ctypes' files; `libraries`: where Python, its packages and the kit live, whose imports use ctypes).
@@ -503,12 +518,16 @@ def report_profile(tell, where: tuple, labels, qualname, off_limits: tuple, libr
     calls to the profiler hooks (`hook_users`, code objects: a running frame's code cannot be
     swapped) are allowed."""
     if event == "call":
-        filename = frame.f_code.co_filename
-        if filename.startswith(off_limits):
+        code = frame.f_code
+        filename = code.co_filename
+        if code is marks[0] or code is marks[1]:
+            if frame.f_back is not None and frame.f_back.f_code is marks[2]:
+                learner[0] += 1 if code is marks[0] else -1
+        elif filename.startswith(off_limits):
             caller = frame.f_back
             if caller is not None and not caller.f_code.co_filename.startswith(libraries):
                 tell("forbidden", "ctypes, which reads and writes memory")
-        elif filename.startswith(where):
+        elif learner[0] > 0 and filename.startswith(where):
             for prefix, label in labels:
                 if filename.startswith(prefix):
                     tell("borrowed", label + ": " + qualname(frame.f_code))
@@ -526,7 +545,8 @@ def profiler(tell):
     """The profile function to install: report_profile bound to `tell` and the grader's tables."""
     return functools.partial(report_profile, tell, _REFERENCE_PREFIXES, tuple(_REFERENCE_FILES.items()),
                              operator.attrgetter("co_qualname" if sys.version_info >= (3, 11) else "co_name"),
-                             _CTYPES_FILES, _LIBRARIES, _FORBIDDEN_CALLS, _HOOK_USERS)
+                             _CTYPES_FILES, _LIBRARIES, _FORBIDDEN_CALLS, _HOOK_USERS,
+                             (_learner_runs.__code__, _grader_runs.__code__, Guard.watch.__wrapped__.__code__), [0])
 
 
 def report_audit(tell, events, swapped, functions, event, args) -> None:
