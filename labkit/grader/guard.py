@@ -20,7 +20,8 @@ and notes what it should know about the code it ran.
   progress line, never inside it;
 - the reference's own code that ran inside the call (minimind_ref's attention, its variants, the
   checks' references, a planted mistake, transformers) is noted (`borrowed`), so that a report can
-  say when a verdict is about the reference's code rather than the learner's.
+  say when a verdict is about the reference's code rather than the learner's; only inside the
+  call: the reference the grader builds for itself, between calls, is not the learner's.
 
 `python -m labkit.grader FILE` goes further: the file runs in a process of its own, and the
 reference and every comparison run in the parent, where the file cannot reach (isolate.py).

@@ -19,8 +19,9 @@ parent waits for the next message no longer than the time limit allows.
 From before the file is imported to its end, the worker runs an audit hook (`sys.addaudithook`,
 which nothing can remove) and a profiler (`sys.setprofile`), both written so that no later
 rebinding or code swap reaches them (guard.report_audit, guard.report_profile). They write straight
-to the pipe: each time any of the reference's attention code runs in the worker (minimind_ref's,
-a planted mistake's, transformers'), and before an operation that reaches into the interpreter
+to the pipe: each time any of the reference's attention code runs in the worker inside a call
+into the learner's code (minimind_ref's, a planted mistake's, transformers'; not the reference the
+grader builds there for itself, between calls), and before an operation that reaches into the interpreter
 runs (a swapped `__code__` of the grader's or torch's functions, the garbage collector's objects,
 ctypes, the profiler itself, a new thread or process), after which the worker leaves. So a file
 cannot hide that its layer's numbers are the reference's, and the report says so; nor quietly

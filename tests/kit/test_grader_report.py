@@ -5,13 +5,19 @@ stage lines, never inside them."""
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+
+import grader_styles
 import pytest
 import torch
 from grader_styles import STYLES
 from torch import nn
 
+import labkit.grader.guard
 import minimind_ref as mm
 from labkit.grader import BY_KEY, LADDER, grade
+from labkit.grader.__main__ import main
 from labkit.grader.grade import _numbers
 
 # -- the contract's inputs, ignored --------------------------------------------------------------
@@ -149,6 +155,48 @@ def test_a_layer_of_ones_own_gets_no_note(cls):
     report = grade(cls, quiet=True)
     assert report.passed and report.inherits == [] and report.borrowed == []
     assert "note:" not in str(report)
+
+
+# Graded from a file (make grade), the worker's profiler is on from the import to the end, while the
+# grader also builds its own reference there: only what runs inside the learner's calls is theirs.
+FILE_HEADER = "import minimind_ref as mm\nfrom torch import nn\n\n\n"
+
+
+@pytest.mark.parametrize("source, class_name, note", [
+    (None, "EinsumAttention", None),
+    ("class Inherits(mm.Attention):\n    pass\n", "Inherits",
+     "note: not all of this is your code: Inherits inherits from minimind_ref.Attention;"),
+    (textwrap.dedent(inspect.getsource(Delegates)), "Delegates",
+     "of the reference's functions ran in it (minimind_ref's Attention.__init__, Attention.forward, "
+     "Attention.split_heads and "),
+], ids=["written-from-scratch", "inherits", "delegates"])
+def test_graded_from_a_file_only_the_learners_own_calls_count_as_borrowing(source, class_name, note, tmp_path,
+                                                                           capsys):
+    path = tmp_path / "my_attention.py"
+    if source is None:
+        path = grader_styles.__file__
+    else:
+        path.write_text(FILE_HEADER + source)
+    assert main([str(path), "--class", class_name]) == 0
+    out, err = capsys.readouterr()
+    assert f"✓ {class_name}: right." in out and err == ""
+    if note is None:
+        assert "note:" not in out and "ran in it" not in out
+    else:
+        assert note in out
+
+
+class DelegatesAndSaysItIsDone(Delegates):
+    """Calls the guard's own mark that the learner's code has returned before it hands on the job."""
+
+    def forward(self, *args):
+        labkit.grader.guard._grader_runs()
+        return super().forward(*args)
+
+
+def test_a_layer_cannot_say_its_own_calls_are_over():
+    report = grade(DelegatesAndSaysItIsDone, quiet=True)
+    assert report.passed and "minimind_ref: Attention.forward" in report.borrowed
 
 
 def test_the_graders_own_planted_mistakes_stand_for_a_learners_layer_without_a_note():
