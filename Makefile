@@ -102,8 +102,10 @@ quiz: ## take a module's quiz in the terminal: make quiz M=03
 # The grader's own exit status is 0 (every stage passes), 1 (a stage fails), 2 (a usage mistake);
 # make reports any failure as its own status 2, so scripts that need the difference call
 # `python -m labkit.grader FILE` directly.
+GRADE_NEEDS_FILE_en := make grade needs your file, as in: make grade FILE=path/to/my_attention.py
+GRADE_NEEDS_FILE_zh-CN := make grade 需要你的文件，例如：make grade FILE=path/to/my_attention.py
 grade: ## grade your attention layer stage by stage: make grade FILE=path/to/my_attention.py (module 10; LANG=zh-CN: 中文)
-	@if [ -z "$(FILE)" ]; then echo "make grade needs your file, as in: make grade FILE=path/to/my_attention.py" >&2; exit 2; fi
+	@if [ -z "$(FILE)" ]; then echo "$(GRADE_NEEDS_FILE_$(EDITION))" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory setup
 	@$(PY) -m labkit.grader --lang $(EDITION) "$(FILE)" $(ARGS)
 

@@ -221,8 +221,8 @@ def test_the_command_line_runs_as_a_module(tmp_path):
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_grade_without_file_explains_before_building_the_venv(tmp_path):
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
-    result = subprocess.run(["make", "-s", "-C", str(tmp_path), "grade", f"PYTHON={sys.executable}"],
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "ATTENTION_LAB_LANG"}
+    result = subprocess.run(["make", "-s", "-C", str(tmp_path), "grade", "LANG=C.UTF-8", f"PYTHON={sys.executable}"],
                             capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2
     assert "make grade needs your file, as in: make grade FILE=path/to/my_attention.py" in result.stderr

@@ -82,6 +82,30 @@ def test_a_usage_error_in_chinese(tmp_path, capsys):
     assert english_lines(err) == [], err
 
 
+@pytest.mark.parametrize("argv, words", [
+    ([], "缺少必需的参数：file"),
+    (["my_attention.py", "--bogus"], "无法识别的参数：--bogus"),
+])
+def test_a_command_line_mistake_in_chinese(capsys, argv, words):
+    """argparse's own usage errors: the usage line, what is wrong and how to run the grader, in Chinese."""
+    with pytest.raises(SystemExit) as ended:
+        main([*argv, "--lang", "zh-CN"])
+    err = capsys.readouterr().err
+    assert ended.value.code == 2 and err.startswith("用法：python -m labkit.grader") and words in err, err
+    assert "请给出定义你的注意力类的 .py 文件" in err and english_lines(err) == [], err
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_grade_without_a_file_says_so_in_chinese(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "ATTENTION_LAB_LANG"}
+    result = subprocess.run(["make", "-s", "-C", str(tmp_path), "grade", "LANG=zh-CN", f"PYTHON={sys.executable}"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2
+    assert "make grade 需要你的文件，例如：make grade FILE=path/to/my_attention.py" in result.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_grade_passes_lang_on(tmp_path):
     path = _wrong(tmp_path)
