@@ -114,10 +114,12 @@ quiz: ## take a module's quiz in the terminal: make quiz M=03 (ROUTE=express: th
 # The grader's own exit status is 0 (every stage passes), 1 (a stage fails), 2 (a usage mistake);
 # make reports any failure as its own status 2, so scripts that need the difference call
 # `python -m labkit.grader FILE` directly.
-grade: ## grade your attention layer stage by stage: make grade FILE=path/to/my_attention.py (module 10)
-	@if [ -z "$(FILE)" ]; then echo "make grade needs your file, as in: make grade FILE=path/to/my_attention.py" >&2; exit 2; fi
+GRADE_NEEDS_FILE_en := make grade needs your file, as in: make grade FILE=path/to/my_attention.py
+GRADE_NEEDS_FILE_zh-CN := make grade 需要你的文件，例如：make grade FILE=path/to/my_attention.py
+grade: ## grade your attention layer stage by stage: make grade FILE=path/to/my_attention.py (module 10; LANG=zh-CN: 中文)
+	@if [ -z "$(FILE)" ]; then echo "$(GRADE_NEEDS_FILE_$(EDITION))" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory setup
-	@$(PY) -m labkit.grader "$(FILE)" $(ARGS)
+	@$(PY) -m labkit.grader --lang $(EDITION) "$(FILE)" $(ARGS)
 
 notebooks: ## re-execute notebooks in place to refresh stored outputs (all, or M=03)
 	@$(CHECK) notebooks $(if $(M),"$(M)")

@@ -6,9 +6,12 @@ known mistake it matches.
                   with one step overridden
     ladder.py     LADDER: the stages, their inputs, and running a class through one
     compare.py    the first difference from the reference; whether two runs behave the same
+    contract.py   CONTRACT: the inputs a layer is given (RoPE angles, the whole mask) and how it can ignore them
     grade.py      grade(cls) and its report; GraderUsageError
-    guard.py      every call into the learner's code: exits, hangs, torch's global state, a patched grader
-    isolate.py    a learner's file run in a process of its own, the reference and comparisons in this one
+    guard.py      every call into the learner's code: exits, hangs, torch's global state, a patched grader,
+                  reaching into the interpreter, its prints, the reference's own code that ran in it
+    isolate.py    a learner's file run in a process of its own, the reference and comparisons in this one;
+                  what crosses between them is data
     __main__.py   python -m labkit.grader FILE: the same grader on a learner's file (make grade)
 """
 

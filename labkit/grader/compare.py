@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..i18n import phrase, tr
 from ..numerics import distance, outside_tolerance
 from .ladder import GENERATED, TOLERANCE, Call, Episode, Outcome, Raised, Records, call_label
 
@@ -106,14 +107,15 @@ def compare_gradients(actual: dict, expected: dict, tolerance, head_dim: int | N
             continue
         if got is None:
             if found is None:
-                found = Difference(**base, quantity=quantity, where={}, error=(
-                    f"{name} receives no gradient: the output does not depend on it in the autograd graph "
-                    f"(a .detach(), .data or torch.no_grad() cuts the path from {name} to the output)"))
+                found = Difference(**base, quantity=quantity, where={}, error=tr(
+                    "{name} receives no gradient: the output does not depend on it in the autograd graph "
+                    "(a .detach(), .data or torch.no_grad() cuts the path from {name} to the output)", name=name))
             continue
         if got.shape != want.shape:
             if found is None:
                 found = Difference(**base, quantity=quantity, where={},
-                                   error=f"the {quantity} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+                                   error=tr("the gradient of {name} has shape {shape}, expected {expected}", name=name,
+                                            shape=tuple(got.shape), expected=tuple(want.shape)))
             continue
         bad = _bad(got, want, None, tolerance)
         largest[quantity] = _largest(got, want, None)
@@ -134,15 +136,17 @@ def compare_outcome(actual: Outcome, expected: Outcome, call: Call | None, dtype
     if not isinstance(actual.out, torch.Tensor) or actual.out.shape != expected.out.shape:
         shape = tuple(actual.out.shape) if isinstance(actual.out, torch.Tensor) else type(actual.out).__name__
         return Difference(**base, quantity="output", where={},
-                          error=f"the output has shape {shape}, expected {tuple(expected.out.shape)}")
+                          error=tr("the output has shape {shape}, expected {expected}", shape=shape,
+                                   expected=tuple(expected.out.shape)))
     if actual.out.dtype != expected.out.dtype:
         return Difference(**base, quantity="output", where={},
-                          error=f"the output is {actual.out.dtype}, expected {expected.out.dtype}, the dtype of x: "
-                                f"the next block adds it to x, so give it x's dtype (.type_as(x), .to(x.dtype))")
+                          error=tr("the output is {dtype}, expected {expected}, the dtype of x: the next block adds "
+                                   "it to x, so give it x's dtype (.type_as(x), .to(x.dtype))",
+                                   dtype=actual.out.dtype, expected=expected.out.dtype))
     largest = {}
-    layouts = [("attention weights", "weights", actual.weights, expected.weights),
-               ("heads before o_proj", "merged", actual.merged, expected.merged),
-               ("output", "output", actual.out, expected.out)]
+    layouts = [(phrase("attention weights"), "weights", actual.weights, expected.weights),
+               (phrase("heads before o_proj"), "merged", actual.merged, expected.merged),
+               (phrase("output"), "output", actual.out, expected.out)]
     found = None
     for quantity, layout, got, want in layouts:
         if got is None or want is None:
@@ -150,7 +154,9 @@ def compare_outcome(actual: Outcome, expected: Outcome, call: Call | None, dtype
         if got.shape != want.shape:
             if found is None:
                 found = Difference(**base, quantity=quantity, where={},
-                                   error=f"the {quantity} have shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+                                   error=tr("the {quantity} have shape {shape}, expected {expected}",
+                                            quantity=tr(quantity), shape=tuple(got.shape),
+                                            expected=tuple(want.shape)))
             continue
         care = _rows(call, want.shape, layout)
         bad = _bad(got, want, care, tolerance)
@@ -161,7 +167,7 @@ def compare_outcome(actual: Outcome, expected: Outcome, call: Call | None, dtype
                                actual=got[index].item())
     if found is None and expected.grads is not None:
         if actual.grads is None:
-            return Difference(**base, quantity="gradients", where={}, error="no gradients were computed")
+            return Difference(**base, quantity=phrase("gradients"), where={}, error=tr("no gradients were computed"))
         return compare_gradients(actual.grads, expected.grads, tolerance, head_dim, base)
     if found is not None:
         found.largest = largest
@@ -179,20 +185,22 @@ def first_difference(actual: Records, expected: Records, episodes: list[Episode]
         got = actual.get(key)
         if got is None:  # the learner stopped earlier in this episode: its error is reported there
             raised = next((r for k, r in actual.items() if k[:2] == key[:2] and isinstance(r, Raised)), None)
-            if raised is None:
-                continue
+            if raised is None:  # no result and no error: never a pass
+                return Difference(name, layer, label, "error", {}, error=tr(
+                    "no result was recorded for this call: the grader's records were changed while your code ran"))
             key_of = next(k for k, r in actual.items() if r is raised)
             return Difference(name, layer, key_of[2], "error", {}, error=raised.text)
         if isinstance(got, Raised):
             return Difference(name, layer, label, "error", {}, error=got.text)
         if isinstance(want, Raised):
-            return Difference(name, layer, label, "error", {}, error=f"the reference raised {want.text}")
+            return Difference(name, layer, label, "error", {}, error=tr("the reference raised {error}",
+                                                                         error=want.text))
         if label.startswith("generate"):
             difference = _token_difference(got.out, want.out, name, label)
         else:
             difference = compare_outcome(got, want, call, dtype, head_dim, name, layer, label)
             if difference is not None and label == "logits":  # [B, T, vocab]: the channel is a token id
-                difference.quantity = "logits"
+                difference.quantity = phrase("logits")
                 difference.where = {("token" if k == "channel" else k): v for k, v in difference.where.items()}
         if difference is not None:
             return difference
@@ -201,15 +209,17 @@ def first_difference(actual: Records, expected: Records, episodes: list[Episode]
 
 def _token_difference(got: torch.Tensor, want: torch.Tensor, episode: str, label: str) -> Difference | None:
     if got.shape != want.shape:
-        return Difference(episode, -1, label, "tokens", {},
-                          error=f"generated ids of shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        return Difference(episode, -1, label, phrase("tokens"), {},
+                          error=tr("generated ids of shape {shape}, expected {expected}", shape=tuple(got.shape),
+                                   expected=tuple(want.shape)))
     differs = got != want
     if not differs.any():
         return None
     b, p = (int(i) for i in differs.nonzero()[0])
     prompt = got.shape[1] - GENERATED
-    where = {"batch": b, "generated": f"{p - prompt + 1} of {GENERATED} (position {p})"}
-    return Difference(episode, -1, label, "tokens", where, expected=int(want[b, p]), actual=int(got[b, p]))
+    where = {"batch": b, "generated": tr("{number} of {count} (position {position})", number=p - prompt + 1,
+                                         count=GENERATED, position=p)}
+    return Difference(episode, -1, label, phrase("tokens"), where, expected=int(want[b, p]), actual=int(got[b, p]))
 
 
 def same_behaviour(first: Records, second: Records, episodes: list[Episode]) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 import minimind_ref as mm
+from labkit.i18n import phrase, tr
 from minimind_ref import Attention
 
 
@@ -31,7 +32,7 @@ class Mistake:
 
     @property
     def teaches(self) -> str:
-        return f"module {self.module[:2]} (modules/{self.module}/README.md)"
+        return tr("module {number} (modules/{module}/README.md)", number=self.module[:2], module=self.module)
 
 
 class Planted(Attention):
@@ -223,82 +224,101 @@ class SoftmaxZeroedInPlace(Planted):
 
 
 CATALOGUE: tuple[Mistake, ...] = (
-    Mistake("unscaled", "scores not scaled", "The scores q·k are not divided by sqrt(d): the softmax "
-            "comes out too sharp; divide by sqrt(head_dim).", "01_attention_basics", "one_head", UnscaledScores),
-    Mistake("scaled_by_d", "scores scaled by d", "The scores are divided by d instead of sqrt(d): the "
-            "softmax comes out too flat; divide by sqrt(head_dim).", "01_attention_basics", "one_head", ScaledByD),
-    Mistake("keys_not_transposed", "keys not transposed", "q is multiplied by k itself, not by k "
-            "transposed: the shapes only line up by accident; use q @ k.transpose(-2, -1).",
+    Mistake("unscaled", phrase("scores not scaled"),
+            phrase("The scores q·k are not divided by sqrt(d): the softmax comes out too sharp; divide by "
+                   "sqrt(head_dim)."),
+            "01_attention_basics", "one_head", UnscaledScores),
+    Mistake("scaled_by_d", phrase("scores scaled by d"),
+            phrase("The scores are divided by d instead of sqrt(d): the softmax comes out too flat; divide by "
+                   "sqrt(head_dim)."),
+            "01_attention_basics", "one_head", ScaledByD),
+    Mistake("keys_not_transposed", phrase("keys not transposed"),
+            phrase("q is multiplied by k itself, not by k transposed: the shapes only line up by accident; use q @ "
+                   "k.transpose(-2, -1)."),
             "01_attention_basics", "one_head", KeysNotTransposed),
-    Mistake("softmax_over_queries", "softmax over the wrong axis", "The softmax normalises over the "
-            "queries (dim=-2) instead of over the keys (dim=-1): each query's weights must sum to 1.",
+    Mistake("softmax_over_queries", phrase("softmax over the wrong axis"),
+            phrase("The softmax normalises over the queries (dim=-2) instead of over the keys (dim=-1): each query's "
+                   "weights must sum to 1."),
             "01_attention_basics", "one_head", SoftmaxOverQueries),
-    Mistake("view_non_contiguous", "view on a non-contiguous tensor", ".view after .transpose fails "
-            "because the transposed tensor is not contiguous: use .reshape (or .contiguous().view).",
+    Mistake("view_non_contiguous", phrase("view on a non-contiguous tensor"),
+            phrase(".view after .transpose fails because the transposed tensor is not contiguous: use .reshape (or "
+                   ".contiguous().view)."),
             "03_multi_head", "all_heads", ViewNonContiguous),
-    Mistake("merge_without_transpose", "heads merged without transposing back", "[B, H, T, D] is "
-            "reshaped to [B, T, H*D] without moving the heads axis back next to D first, which mixes "
-            "tokens with heads: transpose(1, 2) before the reshape.", "03_multi_head", "all_heads",
-            MergeWithoutTranspose),
-    Mistake("repeat_tiled", "repeat_kv in the wrong order", "The key/value heads are tiled (0, 1, 0, 1) "
-            "with repeat where each must serve a block of consecutive query heads (0, 0, 1, 1): use "
-            "repeat_interleave, or minimind_ref's repeat_kv.", "04_gqa", "grouped_kv", RepeatTiled),
-    Mistake("rope_on_values", "RoPE applied to values", "The values are rotated too: RoPE belongs on "
-            "queries and keys only, so that position changes who attends to whom, not what is carried.",
+    Mistake("merge_without_transpose", phrase("heads merged without transposing back"),
+            phrase("[B, H, T, D] is reshaped to [B, T, H*D] without moving the heads axis back next to D first, which "
+                   "mixes tokens with heads: transpose(1, 2) before the reshape."),
+            "03_multi_head", "all_heads", MergeWithoutTranspose),
+    Mistake("repeat_tiled", phrase("repeat_kv in the wrong order"),
+            phrase("The key/value heads are tiled (0, 1, 0, 1) with repeat where each must serve a block of "
+                   "consecutive query heads (0, 0, 1, 1): use repeat_interleave, or minimind_ref's repeat_kv."),
+            "04_gqa", "grouped_kv", RepeatTiled),
+    Mistake("rope_on_values", phrase("RoPE applied to values"),
+            phrase("The values are rotated too: RoPE belongs on queries and keys only, so that position changes who "
+                   "attends to whom, not what is carried."),
             "06_rope", "rope", RopeOnValues),
-    Mistake("rope_interleaved", "RoPE on interleaved pairs", "Neighbouring dimensions (2i, 2i+1) are "
-            "rotated together, but MiniMind's angles are laid out for rotate-half pairs (i, i + D/2): "
-            "use rotate_half.", "06_rope", "rope", InterleavedRope),
-    Mistake("mask_after_softmax", "mask applied after the softmax", "The mask zeroes weights after "
-            "the softmax, so each row no longer sums to 1: hide the keys in the scores, before the "
-            "softmax.", "05_masking", "causal", MaskAfterSoftmax),
-    Mistake("minus_inf_fill", "-inf fill leaves NaN rows", "Hidden keys are filled with -inf and a "
-            "query that sees no key at all (a pad token) gets a NaN row, which spreads to every "
-            "token in the next layer: fill with finfo.min and zero such rows.", "05_masking",
-            "padded", MinusInfinityFill),
-    Mistake("minus_billion_fp16", "-1e9 filled in float16", "-1e9 does not fit in float16 (its "
-            "largest magnitude is 65504), so masked_fill fails: fill with "
-            "torch.finfo(scores.dtype).min.", "05_masking", "padded", MinusBillionFill),
-    Mistake("top_left_causal", "causal mask aligned top-left", "With fewer queries than keys the "
-            "causal mask must be aligned bottom-right (query i sits at position S - T + i), not "
-            "top-left as torch's is_causal: use causal_mask(T, S).", "05_masking", "prefill_decode",
-            TopLeftCausal),
-    Mistake("positions_from_zero", "positions restart at 0 after a cache", "The new tokens are "
-            "rotated as if they started the sequence at position 0 instead of continuing after the "
-            "cached tokens: their angles must start at the cache's length.", "07_kv_cache", "prefill_decode",
-            PositionsFromZero),
-    Mistake("cache_on_heads_axis", "cache appended on the wrong axis", "The new keys and values are "
-            "concatenated on the heads axis (dim 1) instead of the positions axis (dim 2 of "
-            "[B, H_kv, S, D]).", "07_kv_cache", "prefill_decode", CacheOnHeadsAxis),
-    Mistake("no_mask_after_cache", "no causal mask after a cache", "Every cached and new key is left "
-            "visible, which is right for one new token but lets a step of several tokens see its own "
-            "future: keep the causal mask, aligned bottom-right.", "07_kv_cache", "multi_token_step",
-            NoMaskAfterCache),
-    Mistake("qk_norm_skipped", "q/k norm not applied", "The config asks for q/k norm (MiniMind3) "
-            "and the layer has q_norm and k_norm, but never applies them: normalise each head's "
-            "q and k before RoPE.", "02_qkv", "qk_norm", QKNormSkipped),
-    Mistake("qk_norm_after_rope", "q/k norm after RoPE", "q and k are normalised after RoPE instead "
-            "of before: the norm's per-dimension gains do not commute with the rotation.",
+    Mistake("rope_interleaved", phrase("RoPE on interleaved pairs"),
+            phrase("Neighbouring dimensions (2i, 2i+1) are rotated together, but MiniMind's angles are laid out for "
+                   "rotate-half pairs (i, i + D/2): use rotate_half."),
+            "06_rope", "rope", InterleavedRope),
+    Mistake("mask_after_softmax", phrase("mask applied after the softmax"),
+            phrase("The mask zeroes weights after the softmax, so each row no longer sums to 1: hide the keys in the "
+                   "scores, before the softmax."),
+            "05_masking", "causal", MaskAfterSoftmax),
+    Mistake("minus_inf_fill", phrase("-inf fill leaves NaN rows"),
+            phrase("Hidden keys are filled with -inf and a query that sees no key at all (a pad token) gets a NaN "
+                   "row, which spreads to every token in the next layer: fill with finfo.min and zero such rows."),
+            "05_masking", "padded", MinusInfinityFill),
+    Mistake("minus_billion_fp16", phrase("-1e9 filled in float16"),
+            phrase("-1e9 does not fit in float16 (its largest magnitude is 65504), so masked_fill fails: fill with "
+                   "torch.finfo(scores.dtype).min."),
+            "05_masking", "padded", MinusBillionFill),
+    Mistake("top_left_causal", phrase("causal mask aligned top-left"),
+            phrase("With fewer queries than keys the causal mask must be aligned bottom-right (query i sits at "
+                   "position S - T + i), not top-left as torch's is_causal: use causal_mask(T, S)."),
+            "05_masking", "prefill_decode", TopLeftCausal),
+    Mistake("positions_from_zero", phrase("positions restart at 0 after a cache"),
+            phrase("The new tokens are rotated as if they started the sequence at position 0 instead of continuing "
+                   "after the cached tokens: their angles must start at the cache's length."),
+            "07_kv_cache", "prefill_decode", PositionsFromZero),
+    Mistake("cache_on_heads_axis", phrase("cache appended on the wrong axis"),
+            phrase("The new keys and values are concatenated on the heads axis (dim 1) instead of the positions axis "
+                   "(dim 2 of [B, H_kv, S, D])."),
+            "07_kv_cache", "prefill_decode", CacheOnHeadsAxis),
+    Mistake("no_mask_after_cache", phrase("no causal mask after a cache"),
+            phrase("Every cached and new key is left visible, which is right for one new token but lets a step of "
+                   "several tokens see its own future: keep the causal mask, aligned bottom-right."),
+            "07_kv_cache", "multi_token_step", NoMaskAfterCache),
+    Mistake("qk_norm_skipped", phrase("q/k norm not applied"),
+            phrase("The config asks for q/k norm (MiniMind3) and the layer has q_norm and k_norm, but never applies "
+                   "them: normalise each head's q and k before RoPE."),
+            "02_qkv", "qk_norm", QKNormSkipped),
+    Mistake("qk_norm_after_rope", phrase("q/k norm after RoPE"),
+            phrase("q and k are normalised after RoPE instead of before: the norm's per-dimension gains do not "
+                   "commute with the rotation."),
             "02_qkv", "qk_norm", QKNormAfterRope),
-    Mistake("one_cache_slot", "every layer writes cache slot 0", "The layer passes 0 instead of its "
-            "own layer_idx to past_key_values.update, so all layers pile their keys into one slot: "
-            "each layer passes self.layer_idx.", "07_kv_cache", "whole_model", OneCacheSlot),
-    Mistake("detached_keys", "keys detached from the graph", "The keys are detached before the scores "
-            "(k.detach()), which leaves the forward unchanged but cuts every gradient through them, so k_proj "
-            "and k_norm never learn: detach nothing inside a layer that is trained.", "10_capstone", "backward",
-            DetachedKeys),
-    Mistake("softmax_sum_detached", "softmax normaliser detached", "A softmax written by hand divides by a "
-            "detached row sum, which gives the right weights but drops the sum's share of their gradient, "
-            "so q and k get wrong gradients: use torch.softmax, or keep the sum in the graph.", "10_capstone",
-            "backward", SoftmaxSumDetached),
-    Mistake("scaled_under_no_grad", "scale applied in place under no_grad", "The scores are divided by "
-            "sqrt(d) in place inside torch.no_grad(), which autograd does not record, so the forward is right "
-            "and the gradients of q and k are sqrt(d) times too large: scale out of place, with autograd on.",
+    Mistake("one_cache_slot", phrase("every layer writes cache slot 0"),
+            phrase("The layer passes 0 instead of its own layer_idx to past_key_values.update, so all layers pile "
+                   "their keys into one slot: each layer passes self.layer_idx."),
+            "07_kv_cache", "whole_model", OneCacheSlot),
+    Mistake("detached_keys", phrase("keys detached from the graph"),
+            phrase("The keys are detached before the scores (k.detach()), which leaves the forward unchanged but cuts "
+                   "every gradient through them, so k_proj and k_norm never learn: detach nothing inside a layer that "
+                   "is trained."),
+            "10_capstone", "backward", DetachedKeys),
+    Mistake("softmax_sum_detached", phrase("softmax normaliser detached"),
+            phrase("A softmax written by hand divides by a detached row sum, which gives the right weights but drops "
+                   "the sum's share of their gradient, so q and k get wrong gradients: use torch.softmax, or keep the "
+                   "sum in the graph."),
+            "10_capstone", "backward", SoftmaxSumDetached),
+    Mistake("scaled_under_no_grad", phrase("scale applied in place under no_grad"),
+            phrase("The scores are divided by sqrt(d) in place inside torch.no_grad(), which autograd does not "
+                   "record, so the forward is right and the gradients of q and k are sqrt(d) times too large: scale "
+                   "out of place, with autograd on."),
             "10_capstone", "backward", ScaledUnderNoGrad),
-    Mistake("softmax_zeroed_in_place", "softmax output changed in place", "Empty rows are zeroed with "
-            "masked_fill_ on the softmax's own output, which its backward needs, so the forward is right and "
-            "the backward raises: use the out-of-place masked_fill.", "10_capstone", "backward",
-            SoftmaxZeroedInPlace),
+    Mistake("softmax_zeroed_in_place", phrase("softmax output changed in place"),
+            phrase("Empty rows are zeroed with masked_fill_ on the softmax's own output, which its backward needs, so "
+                   "the forward is right and the backward raises: use the out-of-place masked_fill."),
+            "10_capstone", "backward", SoftmaxZeroedInPlace),
 )
 
 BY_KEY = {mistake.key: mistake for mistake in CATALOGUE}

@@ -6,7 +6,9 @@ Each runs in its own process, as a learner runs it, with figures sent to a tempo
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +26,23 @@ def timed(script: Path):
     return pytest.param(script, marks=pytest.mark.serial) if times_itself(script) else script
 
 
+# A hang is a script that never ends, not a slow one: on a loaded machine a script's wall-clock time
+# stretches, the CPU time it uses does not. So a script may use CPU_LIMIT seconds of CPU, 30 times an
+# experiment's budget (20 s on 2 cores), and no wall-clock limit stands in its way. The limit is set
+# in a small Python that then becomes the script (os.execv keeps it), where the platform has it.
+CPU_LIMIT = 600
+LIMITED = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_CPU, ({0}, {0} + 30)); "
+           "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])").format(CPU_LIMIT)
+
+
 def run_script(script: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    prefix = ["-c", LIMITED] if importlib.util.find_spec("resource") is not None else []
+    result = subprocess.run([sys.executable, *prefix, str(script), *args], cwd=cwd, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode != -getattr(signal, "SIGXCPU", 0), \
+        f"{script.name} used more than {CPU_LIMIT} s of CPU: a loop that never ends?"
+    return result
 
 
 def test_every_module_on_disk_has_experiments_found():

@@ -4,6 +4,7 @@ measurements, the q/k norm bound from minimind_ref's RMSNorm."""
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -109,6 +110,25 @@ def stage7_inputs():
 def stage8_steps():
     """Stage 8: steps of 3 and 2 tokens after a cache."""
     return tuple(call.x.shape[1] for call in stage_inputs(STAGE["multi_token_step"])[1][0].calls)[1:]
+
+
+# ---------------------------------------------------------------------------- the contract's inputs
+
+@fact
+def grader_first_stage_angles():
+    """The grader's first stages give `cos = 1` and `sin = 0`: RoPE switched off (the contract says so)."""
+    for stage in LADDER[:3]:
+        call = stage_inputs(stage)[1][0].calls[0]
+        assert bool((call.cos == 1).all()) and bool((call.sin == 0).all()), stage.key
+    return 1, 0
+
+
+@fact
+def kv_cache_update_call():
+    """The call the contract asks a layer to make, from KVCache.update's own parameters."""
+    names = list(inspect.signature(mm.KVCache.update).parameters)[1:]
+    assert names[0] == "layer_idx"
+    return (f"past_key_values.update(self.layer_idx, {', '.join(names[1:])})",)
 
 
 # ---------------------------------------------------------------------------- the ladder's order

@@ -1,6 +1,7 @@
 """Learner files that must not pass, or not even be graded, each with the words its verdict must
-hold and the exit status of `python -m labkit.grader` (tests/kit/test_grader_hostile.py; the
-same files are graded in module 10's guide). Each is a small change to a correct layer."""
+hold and the exit status of `python -m labkit.grader` (tests/kit/test_grader_hostile.py). Each is a
+small change to a correct layer. `{limit}` in the words stands for the time limit the test runs
+with, which it measures on the machine it runs on."""
 
 HEADER = """import sys
 
@@ -57,7 +58,7 @@ class MyAttention(mm.Attention):
     def forward(self, x, position_embeddings, attn_mask=None, past_key_values=None, output_attentions=False):
         while True:
             pass
-""", ["usage error: your code did not return within 1 s in forward (stage 1"], 2),
+""", ["usage error: your code did not return within {limit} s in forward (stage 1"], 2),
     "forward_misspelt": ("""
 class MyAttention(torch.nn.Module):
     def __init__(self, config, layer_idx=0):
@@ -93,6 +94,62 @@ class MyAttention(mm.Attention):
 labkit.grader.compare.first_difference = lambda *args: None
 """, ["usage error: your code replaces the grader's own functions at import of",
       "labkit.grader.compare.first_difference"], 2),
+    # a wrong layer, and grader code swapped so that the reference is graded instead
+    "swaps_the_graders_code": ("""
+import labkit.grader.ladder
+
+
+def build_reference(cls, config, reference, layer_idx, dtype, guard=None):
+    import minimind_ref
+    layer = minimind_ref.Attention(config, layer_idx)
+    layer.load_state_dict(reference.state_dict(), strict=True)
+    return layer.to(dtype).eval()
+
+
+labkit.grader.ladder.build_layer.__code__ = build_reference.__code__
+
+
+class MyAttention(mm.Attention):
+    def scores(self, q, k):
+        return q @ k.transpose(-2, -1)  # unscaled: wrong
+""", ["usage error: your code reaches into the interpreter at import of",
+      "__code__ of labkit.grader.ladder.build_layer replaced"], 2),
+    # a wrong layer that empties the grader's records through the frames of its callers
+    "empties_the_records": ("""
+class MyAttention(mm.Attention):
+    def scores(self, q, k):
+        frame = sys._getframe()
+        while frame is not None:
+            if isinstance(frame.f_locals.get("records"), dict):
+                frame.f_locals["records"].clear()
+            frame = frame.f_back
+        return q @ k.transpose(-2, -1)  # unscaled: wrong
+""", ["no result was recorded for this call"], 1),
+    # the garbage collector hands out every object, the grader's records and snapshot included
+    "reaches_the_garbage_collector": ("""
+import gc
+
+
+class MyAttention(mm.Attention):
+    def forward(self, *args):
+        gc.get_objects()
+        return super().forward(*args)
+""", ["usage error: your code reaches into the interpreter in forward (stage 1", "a call to gc.get_objects()"], 2),
+    "starts_a_thread": ("""
+import threading
+
+
+class MyAttention(mm.Attention):
+    def forward(self, *args):
+        threading.Thread(target=print).start()
+        return super().forward(*args)
+""", ["usage error: your code reaches into the interpreter in forward (stage 1", "a new thread"], 2),
+    # right, and the reference's own code: passes, and says whose code it is
+    "inherits_everything": ("""
+class MyAttention(mm.Attention):
+    pass
+""", ["✓ MyAttention: right.", "note: not all of this is your code: MyAttention inherits from minimind_ref.Attention;",
+      "of the reference's functions ran in it (minimind_ref's Attention."], 0),
     # the output left in float32 for a float16 input: the values are right, the dtype is not, and
     # every known mistake of a later stage gives those same values on stage 6
     "inconclusive_match": ("""
