@@ -6,7 +6,10 @@
   hint and hints per kind of mistake;
 - a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
 - the glossary: each term's gloss, and the module titles its page groups them under;
-- labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
+- labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages);
+- an experiment script: its claim (its docstring's first paragraph, which it prints first) and
+  every template of what it prints and draws (labkit/i18n/templates.py);
+- a notebook whose first code cell calls `set_up_notebook()` also has its cells' templates.
 
 Code texts are read with `ast`, never by running anything.
 """
@@ -20,8 +23,12 @@ from pathlib import Path
 import nbformat
 
 from labkit.i18n.catalog import Unit
+from labkit.i18n.templates import source_templates
 
-__all__ = ["check_units", "glossary_units", "labkit_units", "notebook_units", "quiz_units", "code_texts"]
+__all__ = ["OUTPUT", "check_units", "code_texts", "experiment_units", "glossary_units", "labkit_units",
+           "notebook_units", "quiz_units", "translates_outputs"]
+
+OUTPUT = "output"  # the word in a unit's label that makes it a template of what code prints or draws
 
 
 def _string(node: ast.AST | None) -> str | None:
@@ -65,14 +72,39 @@ def code_texts(source: str) -> list[tuple[str, str]]:
     return [(what, text) for _, _, what, text in sorted(found)]
 
 
+def translates_outputs(cells) -> bool:
+    """Whether a notebook translates what its code prints and draws: its first code cell calls
+    set_up_notebook() (labkit/notebook.py)."""
+    first = next((cell for cell in cells if cell.cell_type == "code"), None)
+    return first is not None and "set_up_notebook()" in first.source
+
+
 def notebook_units(path: Path) -> list[Unit]:
+    cells = nbformat.read(path, as_version=4).cells
+    outputs = translates_outputs(cells)
     units = []
-    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+    for index, cell in enumerate(cells):
         if cell.cell_type == "markdown" and cell.source.strip():
             units.append(Unit(cell.source, f"cell {index}"))
         elif cell.cell_type == "code":
-            units += [Unit(text, f"cell {index}: {what}") for what, text in code_texts(cell.source)]
+            texts = code_texts(cell.source)
+            units += [Unit(text, f"cell {index}: {what}") for what, text in texts]
+            if outputs:
+                known = {text for _, text in texts}
+                units += [Unit(text, f"cell {index}: {OUTPUT} ({what})")
+                          for _, what, text in source_templates(cell.source) if text not in known]
     return units
+
+
+def experiment_units(script: Path) -> list[Unit]:
+    """The texts of one experiment script: its claim (the docstring's first paragraph, printed
+    first), then every template of what it prints and draws."""
+    from labkit.experiment import _first_sentence
+
+    source = script.read_text(encoding="utf-8")
+    doc = ast.get_docstring(ast.parse(source), clean=False)
+    units = [Unit(_first_sentence(doc), "claim")] if doc else []
+    return units + [Unit(text, f"line {line}: {OUTPUT} ({what})") for line, what, text in source_templates(source)]
 
 
 def check_units(path: Path) -> list[Unit]:
