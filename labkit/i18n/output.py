@@ -34,6 +34,7 @@ import zlib
 from pathlib import Path
 
 from labkit.i18n.catalog import key_of
+from labkit.i18n.prose import english_words
 from labkit.i18n.templates import Template, fill, source_templates
 
 __all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "install", "png_texts",
@@ -46,8 +47,10 @@ _active: OutputTranslator | None = None
 
 # Texts labkit composes from words it is given (show_heatmaps' grid titles "layer 0, head 1", from
 # row_name and col_name): no English of their own, so no catalog block; the words are values,
-# translated where a catalog knows them, and only the punctuation changes.
-COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}"}
+# translated where a catalog knows them, and only the punctuation changes. One matches only where
+# a value is a known text and the others hold no English word (numbers, code: "causal mask: P x"),
+# never a line of values such as "[(1, 0), (1, 1)]".
+COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}"}
 
 
 class OutputTranslator:
@@ -103,10 +106,16 @@ class OutputTranslator:
             return lead + exact + trail
         for template, chinese in self._by_weight():
             values = template.match(core)
+            if values is not None and template.text in COMPOSED and not self._composed(values):
+                values = None
             if values is not None:
                 values = {field: self.line(value, depth + 1) for field, value in values.items()}
                 return lead + fill(chinese, values) + trail
         return text
+
+    def _composed(self, values: dict[str, str]) -> bool:
+        known = [self.known(value) is not None for value in values.values()]
+        return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
 
     def text(self, text: str) -> str:
         """A text of one or more lines (a figure's label, a table's cell), line by line; each run of

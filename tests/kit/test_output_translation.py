@@ -106,6 +106,17 @@ def test_a_line_is_matched_and_its_values_come_back_unchanged():
     assert tr.text("causal mask\n3 queries x 4 keys") == "因果掩码\n3 个查询 x 4 个键"
 
 
+def test_a_grid_title_is_translated_but_a_line_of_values_is_left_alone():
+    """show_heatmaps' "layer 0, head 1" is composed from words: translated where they are known,
+    while a printed list of heads, "[(1, 0), (1, 1)]", keeps its ASCII commas."""
+    tr = translator({"layer": "层", "head": "头"})
+    assert tr.line("layer 0, head 1") == "层 0，头 1"
+    assert tr.line("[(1, 0), (1, 1), (1, 3)]") == "[(1, 0), (1, 1), (1, 3)]"
+    assert tr.line("(0, 1)") == "(0, 1)"
+    assert translator({"causal mask": "因果掩码"}).line("causal mask: P x") == "因果掩码：P x"
+    assert tr.line("my note: layer 2") == "my note: layer 2", "an unknown text is never half-translated"
+
+
 def test_the_most_specific_template_wins():
     tr = translator({"{a}: {b}": "{a}：{b}", "loss: {value}": "损失：{value}"})
     assert tr.line("loss: 0.25") == "损失：0.25"
