@@ -8,8 +8,7 @@
 - the glossary: each term's gloss, and the module titles its page groups them under;
 - labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages);
 - an experiment script: its claim (its docstring's first paragraph, which it prints first) and
-  every template of what it prints and draws (labkit/i18n/templates.py);
-- a notebook whose first code cell calls `set_up_notebook()` also has its cells' templates.
+  every template of what it prints and draws (labkit/i18n/templates.py).
 
 Code texts are read with `ast`, never by running anything.
 """
@@ -26,7 +25,7 @@ from labkit.i18n.catalog import Unit
 from labkit.i18n.templates import source_templates
 
 __all__ = ["OUTPUT", "check_units", "code_texts", "experiment_units", "glossary_units", "labkit_units",
-           "notebook_units", "quiz_units", "translates_outputs"]
+           "notebook_units", "quiz_units"]
 
 OUTPUT = "output"  # the word in a unit's label that makes it a template of what code prints or draws
 
@@ -72,27 +71,13 @@ def code_texts(source: str) -> list[tuple[str, str]]:
     return [(what, text) for _, _, what, text in sorted(found)]
 
 
-def translates_outputs(cells) -> bool:
-    """Whether a notebook translates what its code prints and draws: its first code cell calls
-    set_up_notebook() (labkit/notebook.py)."""
-    first = next((cell for cell in cells if cell.cell_type == "code"), None)
-    return first is not None and "set_up_notebook()" in first.source
-
-
 def notebook_units(path: Path) -> list[Unit]:
-    cells = nbformat.read(path, as_version=4).cells
-    outputs = translates_outputs(cells)
     units = []
-    for index, cell in enumerate(cells):
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
         if cell.cell_type == "markdown" and cell.source.strip():
             units.append(Unit(cell.source, f"cell {index}"))
         elif cell.cell_type == "code":
-            texts = code_texts(cell.source)
-            units += [Unit(text, f"cell {index}: {what}") for what, text in texts]
-            if outputs:
-                known = {text for _, text in texts}
-                units += [Unit(text, f"cell {index}: {OUTPUT} ({what})")
-                          for _, what, text in source_templates(cell.source) if text not in known]
+            units += [Unit(text, f"cell {index}: {what}") for what, text in code_texts(cell.source)]
     return units
 
 
