@@ -27,8 +27,14 @@ exits 1 with a plain sentence when the claim does not hold. The skeleton:
         raise SystemExit(main())
 
 Every script gets `--help`, `--seed` (default 0), `--out DIR` (default `outputs/NN_slug/` at the
-course root) and `--show` (open the figures in a window as well as saving them). A script writes
-nothing but its own PNG files, named after itself, into that folder.
+course root), `--show` (open the figures in a window as well as saving them) and `--lang` (`en` or
+`zh-CN`). A script writes nothing but its own PNG files, named after itself, into that folder; each
+PNG records the texts its figure shows (labkit.i18n.output.png_texts).
+
+The language: `--lang`, else ATTENTION_LAB_LANG, else a Chinese locale (`LANG=zh-CN python
+experiments/...`, `LANG=zh_CN.UTF-8`), else a `zh-CN` folder around the current directory, else
+English. In Chinese the script's code is the same: what it prints and draws is translated as it
+leaves (labkit/i18n/output.py), from translations/zh-CN/experiments/NN_slug.md.
 
 A bad flag is a usage error, not a failed claim: it exits 2 with argparse's message naming the
 flag, before anything runs (exit 1 is kept for "a claim did not hold"). So every numeric flag has
@@ -49,12 +55,15 @@ import random
 import sys
 import tempfile
 import textwrap
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .i18n import ENV, LANGUAGES, language, tr, use_language
 from .syllabus import find_course_root
 
 CHECK, CROSS = "\u2713", "\u2717"
+DPI = 120  # of the saved figures
 
 
 class Experiment:
@@ -85,6 +94,9 @@ class Experiment:
                             help="folder for the figures, created if need be "
                                  "(default: outputs/<module>/ at the course root)")
         parser.add_argument("--show", action="store_true", help="also open the figures in a window")
+        parser.add_argument("--lang", choices=LANGUAGES, default=None,
+                            help="the language it prints and draws in (default: ATTENTION_LAB_LANG, else "
+                                 "the locale's LANG: zh-CN or zh_CN.UTF-8 for Chinese)")
         if add_arguments is not None:
             add_arguments(parser)
         return parser
@@ -108,15 +120,17 @@ class Experiment:
                 parser.error(problem)
         _seed(args.seed)
         experiment = cls(script, args)
+        _speak(args.lang, script)
         if doc:
-            print(f"{experiment.module}/{experiment.name}: {_first_sentence(doc)}")
+            print(f"{experiment.module}/{experiment.name}: {_shown(_first_sentence(doc))}")
             print()
         return experiment
 
     def claim(self, holds: bool, sentence: str) -> bool:
         """Record and print whether the claim `sentence` holds; finish() fails if any did not."""
         holds = bool(holds)
-        print(f"{CHECK if holds else CROSS} {'claim holds' if holds else 'CLAIM DOES NOT HOLD'}: {sentence}")
+        verdict = tr("claim holds") if holds else tr("CLAIM DOES NOT HOLD")
+        print(f"{CHECK if holds else CROSS} {verdict}: {_shown(sentence)}")
         if not holds:
             self.failed.append(sentence)
         return holds
@@ -125,10 +139,12 @@ class Experiment:
         """Save a matplotlib figure as <out>/<script name>_<stem>.png and return the path. Only
         this script's own files are written, and only inside the output folder. A figure without
         a layout engine gets matplotlib's constrained layout, and its log axes plain tick labels
-        (figures.readable_ticks)."""
+        (figures.readable_ticks). In Chinese its texts are translated first; in every language the
+        PNG records what the figure says (labkit.i18n.output.figure_texts)."""
         if not stem or any(ch in stem for ch in "/\\") or stem.startswith("."):
             raise ValueError(f"Experiment.save: stem must be a plain file name part, got {stem!r}.")
         from labkit.figures import readable_ticks
+        from labkit.i18n.output import figure_texts, record_png, translate_figure
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{self.name}_{stem}.png"
@@ -136,10 +152,12 @@ class Experiment:
         # and log axes labelled with plain numbers.
         # A figure the script laid out itself (fig.tight_layout(rect=...), a figure legend placed
         # by hand) keeps its layout: only a figure with none gets the constrained one.
+        translate_figure(figure)
         readable_ticks(figure)
         if figure.get_layout_engine() is None:
             figure.set_layout_engine("constrained")
-        figure.savefig(path, dpi=120, bbox_inches="tight")
+        figure.savefig(path, dpi=DPI, bbox_inches="tight")
+        record_png(path, figure_texts(figure, DPI))
         self.saved.append(path)
         if not self.args.show:
             import matplotlib.pyplot as plt
@@ -153,15 +171,16 @@ class Experiment:
         if self.saved:
             print()
             for path in self.saved:
-                print(f"saved {_display_path(path)}")
+                print(tr("saved {path}", path=_display_path(path)))
         if self.args.show and self.saved:
             import matplotlib.pyplot as plt
 
             plt.show()
         if self.failed:
-            print(f"\n{self.name} failed: {len(self.failed)} claim(s) did not hold:", file=sys.stderr)
+            print("\n" + tr("{name} failed: {count} claim(s) did not hold:", name=self.name, count=len(self.failed)),
+                  file=sys.stderr)
             for sentence in self.failed:
-                print(f"  - {sentence}", file=sys.stderr)
+                print(f"  - {_shown(sentence)}", file=sys.stderr)
             return 1
         return 0
 
@@ -352,21 +371,56 @@ def _can_write_in(folder: Path) -> bool:
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], formats: Sequence[str] | None = None) -> None:
     """Print rows as an aligned plain-text table; `formats` (one per column, e.g. ".3f") format
-    the numbers, and text columns are left-aligned, number columns right-aligned."""
+    the numbers, and text columns are left-aligned, number columns right-aligned. In Chinese the
+    headers and text cells are translated (a table's lines cannot be matched once padded) and
+    aligned by their width on a terminal, where a Chinese character takes two columns."""
     formats = list(formats) if formats is not None else [""] * len(headers)
     if len(formats) != len(headers) or any(len(row) != len(headers) for row in rows):
         raise ValueError("print_table: every row and `formats` need one entry per header.")
-    cells = [[format(value, fmt) if fmt else str(value) for value, fmt in zip(row, formats)] for row in rows]
+    headers = [_shown(str(h)) for h in headers]
+    cells = [[format(value, fmt) if fmt else _shown(str(value)) for value, fmt in zip(row, formats)] for row in rows]
     numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(headers))]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    widths = [max([_width(h)] + [_width(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def pad(value: str, width: int, right: bool) -> str:
+        room = " " * (width - _width(value))
+        return room + value if right else value + room
 
     def line(values):
-        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+        return "  ".join(pad(v, w, num) for v, w, num in zip(values, widths, numeric)).rstrip()
 
     print(line(headers))
     print("  ".join("-" * w for w in widths))
     for row in cells:
         print(line(row))
+
+
+def _width(text: str) -> int:
+    """Columns a text takes on a terminal: two for a wide (Chinese) character."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _shown(text: str) -> str:
+    """A text as the learner reads it: translated where a translator is at work (Chinese)."""
+    from labkit.i18n.output import active
+
+    translator = active()
+    return translator.text(text) if translator is not None else text
+
+
+def _speak(flag: str | None, script: Path) -> None:
+    """Choose the language (--lang, ATTENTION_LAB_LANG, a Chinese locale, a zh-CN folder) and, in
+    Chinese, translate what the script prints from now on, with the templates of its own source."""
+    if flag:
+        use_language(flag)
+    elif not os.environ.get(ENV):
+        locale = next((os.environ[name] for name in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(name)), "")
+        if locale.lower().startswith("zh"):  # POSIX's order: the first of these that is set decides
+            use_language("zh-CN")
+    if language() != "en":
+        from labkit.i18n.output import install
+
+        install(script)
 
 
 def _seed(seed: int) -> None:

@@ -16,9 +16,11 @@ text on it in the PNG's own pixels (`"image/png": {"text_px": 13.9}`, `record_te
 that the slides can show it large enough to read (labkit/course/slide_deck.py).
 
 `figure_tr` and `use_chinese_font` put the Chinese edition's words on a figure only where they can
-be drawn: matplotlib's own fonts have no Chinese characters, so a label is translated when a font
-with them is installed (Noto Sans CJK, Source Han Sans, WenQuanYi, PingFang, Microsoft YaHei, ...)
-and stays English otherwise, rather than showing empty boxes.
+be drawn: matplotlib's own fonts have no Chinese characters. The course pins one that has them,
+Noto Sans CJK SC from the `mplfonts` package (requirements.txt), so Chinese labels look the same on
+every machine; without it, a font with Chinese installed on the system is used (Source Han Sans,
+WenQuanYi, PingFang, Microsoft YaHei, ...), and with none at all the figure stays English rather
+than showing empty boxes.
 """
 
 from __future__ import annotations
@@ -41,11 +43,24 @@ CHINESE_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Sour
 _CHINESE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]")
 
 
+PINNED_FONT = ("mplfonts", "fonts/NotoSansCJKsc-Regular.otf")  # the package, and its font file
+
+
 @cache
 def chinese_font() -> str | None:
-    """The name of an installed font that can draw Chinese, or None."""
+    """The name of a font that can draw Chinese: the pinned package's (PINNED_FONT, registered with
+    matplotlib from its file, without importing the package), else one the system has, else None."""
+    from importlib.util import find_spec
+    from pathlib import Path
+
     from matplotlib import font_manager
 
+    package, file = PINNED_FONT
+    spec = find_spec(package)
+    if spec is not None and spec.origin is not None and (Path(spec.origin).parent / file).is_file():
+        path = Path(spec.origin).parent / file
+        font_manager.fontManager.addfont(str(path))
+        return font_manager.FontProperties(fname=str(path)).get_name()
     installed = {font.name for font in font_manager.fontManager.ttflist}
     return next((name for name in CHINESE_FONTS if name in installed), None)
 

@@ -22,6 +22,7 @@ import torch
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, print_table, random_minimind
+from labkit.i18n import phrase
 
 # float32 keeps about 7 significant digits; a logit of size ~5 that went through a few hundred
 # roundings in a different order can move by ~1e-5. 1e-4 of the largest logit leaves a margin
@@ -30,11 +31,11 @@ RELATIVE_TOLERANCE = 1e-4
 
 MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=8, vocab_size=256)  # the random models
 
-LAYOUTS = {  # name -> config overrides: how many KV heads, and MiniMind3's q/k norm
-    "MHA (8 KV heads)": dict(num_key_value_heads=8),
-    "GQA (2 KV heads)": dict(num_key_value_heads=2),
-    "MQA (1 KV head)": dict(num_key_value_heads=1),
-    "GQA + q/k norm": dict(num_key_value_heads=2, qk_norm=True),
+LAYOUTS = {  # name -> config overrides: how many KV heads, and MiniMind3's q/k norm (phrase: shown translated)
+    phrase("MHA (8 KV heads)"): dict(num_key_value_heads=8),
+    phrase("GQA (2 KV heads)"): dict(num_key_value_heads=2),
+    phrase("MQA (1 KV head)"): dict(num_key_value_heads=1),
+    phrase("GQA + q/k norm"): dict(num_key_value_heads=2, qk_norm=True),
 }
 
 
@@ -126,7 +127,7 @@ def decode_every_layout(base: dict, prompt, new: int, seed: int):
         gap = top2_gap(recomputed_logits)
         gaps_cleared = gaps_cleared and error.max().item() < gap
         rows.append([name, error.max().item(), scale, gap, distinct,
-                     "yes" if same_tokens else "NO", "yes" if same_generate else "NO"])
+                     phrase("yes") if same_tokens else phrase("NO"), phrase("yes") if same_generate else phrase("NO")])
         if index == 1:
             print(f"after decoding, the GQA model's cache: {cache}")
             print(f"  layer 0 keys: {tuple(cache.layer(0)[0].shape)} = [batch, kv_heads, positions, head_dim]")

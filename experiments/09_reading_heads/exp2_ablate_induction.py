@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from labkit import Experiment, int_in, print_table
+from labkit.i18n import phrase
 from labkit.tiny_data import PRINTABLE
 from labkit.tiny_heads import ablated, measure_head_scores, repeat_loss, repeated_probe
 from labkit.tiny_model import load_tiny_model_or_exit
@@ -72,7 +73,8 @@ def switch_each_head_off(model, seed: int, span: int, count: int) -> dict:
 
     L, H = scores.previous.shape
     heads = [(layer, head) for layer in range(L) for head in range(H)]
-    role = {h: "previous-token" if h == previous else "induction" if h in inductions else "" for h in heads}
+    role = {h: phrase("previous-token") if h == previous else phrase("induction") if h in inductions else ""
+            for h in heads}
     mean = {h: loss_without([h], "mean") for h in heads}
     zero = {h: loss_without([h], "zero") for h in heads}
     all_induction = {mode: loss_without(inductions, mode) for mode in ("mean", "zero")}
@@ -88,7 +90,7 @@ def print_losses(found: dict, span: int, count: int) -> None:
           f"(guessing: ln {len(PRINTABLE)} = {GUESSING:.2f}); intact model: {intact:.3f}")
     rows = [[f"{layer}.{head}", role[(layer, head)], mean[(layer, head)], zero[(layer, head)]]
             for layer, head in heads]
-    rows.append(["all induction", "", all_induction["mean"], all_induction["zero"]])
+    rows.append([phrase("all induction"), "", all_induction["mean"], all_induction["zero"]])
     print_table(["head off", "role", "mean ablation", "zero ablation"], rows, ["", "", ".3f", ".3f"])
     print()
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from labkit import Experiment, int_in, print_table, show_heatmaps
+from labkit.i18n import phrase
 from labkit.tiny_heads import attention_weights, first_token_scores, measure_head_scores, repeated_probe, text_probe
 from labkit.tiny_model import load_tiny_model_or_exit
 
@@ -86,10 +87,10 @@ def main(argv=None):
 
     # One short prompt, drawn with and without its BOS: the sink head's bright first column moves away.
     short = repeated_probe(1, 10, seed=args.seed)[0]  # BOS + 10 characters + the same 10
-    for name, ids in (("with_bos", short), ("without_bos", short[1:])):
+    for name, caption, ids in (("with_bos", phrase("with BOS"), short),
+                               ("without_bos", phrase("without BOS"), short[1:])):
         weights = attention_weights(model, ids)[0][sink]  # [T, T]
-        fig = show_heatmaps(weights, x_labels=tokenizer.labels(ids),
-                            titles=f"head {sink[0]}.{sink[1]}, {name.replace('_', ' ').replace('bos', 'BOS')}")
+        fig = show_heatmaps(weights, x_labels=tokenizer.labels(ids), titles=f"head {sink[0]}.{sink[1]}, {caption}")
         exp.save(fig, name)
     return exp.finish()
 

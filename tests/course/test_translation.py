@@ -28,7 +28,15 @@ from labkit.course.translation.check import (
     guide_problems,
     notebook_file_problems,
 )
-from labkit.course.translation.edition import CATALOGS, LANG, all_targets, guide_pairs, zh_notebook
+from labkit.course.translation.edition import (
+    CATALOGS,
+    LANG,
+    all_targets,
+    experiment_target,
+    guide_pairs,
+    translated_scripts,
+    zh_notebook,
+)
 from labkit.i18n import catalog as catalogs
 from labkit.predictions import prediction_files
 from labkit.quiz.format import parse_quiz
@@ -37,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 QUIZZES = sorted(p.stem for p in (ROOT / "quizzes").glob("*.json"))
 CHECK_TEXTS = sorted(p.parent.name for p in (ROOT / "modules").glob("*/checks.json"))
+SCRIPTS = [experiment_target(ROOT, script) for script in translated_scripts(ROOT)]
 PAGES = [english.relative_to(ROOT).as_posix() for english, _ in guide_pairs(ROOT)]
 PREDICTIONS = [path.parent.name for path in prediction_files(ROOT)]
 
@@ -80,6 +89,15 @@ def test_guide_translation_is_current_and_faithful(page):
     _fail(guide_problems(ROOT, ROOT / page))
 
 
+@pytest.mark.parametrize("target", SCRIPTS)
+def test_experiment_script_translation_is_current_and_faithful(target):
+    """A script with a catalog (translations/zh-CN/experiments/NN_slug/expN_*.md) has each template of
+    what it prints and draws translated, every {placeholder} and number kept (labkit/i18n/output.py)."""
+    script = ROOT / "experiments" / f"{target.partition(':')[2]}.py"
+    assert script.is_file(), f"{target}: its catalog has no script (renamed? move or delete the catalog)"
+    _fail(catalog_problems(ROOT, target) + faithful_problems(ROOT, target))
+
+
 @pytest.mark.parametrize("target", ["glossary", "labkit"])
 def test_glossary_and_messages_are_translated(target):
     _fail(catalog_problems(ROOT, target) + faithful_problems(ROOT, target))
@@ -103,7 +121,8 @@ def test_no_catalog_is_left_over():
 
 def _catalog_path(target: str) -> Path:
     kind, _, stem = target.partition(":")
-    folders = {"notebook": "notebooks", "quiz": "quizzes", "checks": "checks", "prediction": "predictions"}
+    folders = {"notebook": "notebooks", "quiz": "quizzes", "checks": "checks", "prediction": "predictions",
+               "experiments": "experiments"}
     return ROOT / CATALOGS / (f"{folders[kind]}/{stem}.md" if kind in folders else f"{kind}.md")
 
 

@@ -1,11 +1,12 @@
 """The Chinese edition's command line (CONTRIBUTING.md, "The Chinese edition").
 
-    python -m labkit.course.translation sync [NN|glossary|labkit|all]
-        write the catalogs (NN: the module's notebook, quiz and predictions): a `todo` block per
-        new or changed English text
+    python -m labkit.course.translation sync [NN|glossary|labkit|all|experiments/NN_slug/expN_name.py]
+        write the catalogs (NN: the module's notebook, quiz, check texts, predictions and translated
+        scripts): a `todo` block per new or changed English text (a script's catalog is made when it
+        is named)
     python -m labkit.course.translation build [NN|all]
         write notebooks/zh-CN/ and docs/glossary.zh-CN.md (make translations)
-    python -m labkit.course.translation check [NN|glossary|labkit|all]
+    python -m labkit.course.translation check [NN|glossary|labkit|all|experiments/NN_slug/expN_name.py]
         list what is not translated, current or faithful
     python -m labkit.course.translation stamp FILE.zh-CN.md
         after carrying an English change over: name the English version it now translates
@@ -26,6 +27,7 @@ from labkit.course.translation.edition import (
     all_targets,
     build_notebook,
     catalog_of,
+    experiment_target,
     guide_pairs,
     stamp_line,
     write_glossary,
@@ -43,6 +45,11 @@ def _targets(root: Path, what: str) -> list[str]:
         return everything
     if what in ("glossary", "labkit"):
         return [what]
+    if what.endswith(".py"):  # one experiment script: its catalog is made by sync if need be
+        script = Path(what).resolve()
+        if not (script.is_file() and script.parent.parent == (root / "experiments").resolve()):
+            raise SystemExit(_usage(f"{what} is not an experiment script (experiments/NN_slug/expN_*.py)"))
+        return [experiment_target(root, script)]
     number = what.zfill(2)
     found = [t for t in everything if t.partition(":")[2].startswith(f"{number}_")]
     if not found:
@@ -100,7 +107,7 @@ def check(root: Path, what: str) -> int:
         if target.startswith("notebook:"):
             problems += checks.notebook_file_problems(root, target.partition(":")[2])
     number = None if what in ("all", "glossary", "labkit") else what.zfill(2)
-    if what not in ("glossary", "labkit"):
+    if what not in ("glossary", "labkit") and not what.endswith(".py"):
         for english in checks.guides(root, number):
             problems += checks.guide_problems(root, english)
         if number == "00":

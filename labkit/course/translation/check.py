@@ -21,7 +21,9 @@ from labkit.course.translation.edition import (
     twin_link,
     zh_notebook,
 )
+from labkit.course.translation.sources import OUTPUT
 from labkit.i18n.catalog import read_catalog
+from labkit.i18n.templates import Template
 
 __all__ = ["catalog_problems", "faithful_problems", "guide_problems", "notebook_file_problems"]
 
@@ -49,6 +51,10 @@ def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool
         seen.add(unit.key)
         if not kept:
             found = []
+        elif f": {OUTPUT} (" in unit.label:
+            found = template_problems(unit.text, zh)
+        elif target.startswith("experiments:"):  # a script's claim: plain text, numbers kept
+            found = _numbers_kept(unit.text, zh)
         elif target.startswith("notebook:"):
             found = kept_problems(unit.text, _relink(root, zh), link=lambda t: twin_link(root, here, t, there))
             found += render_problems(zh)
@@ -61,6 +67,20 @@ def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool
         found += term_problems(unit.text, zh, glossary)
         out += [f"{path.relative_to(root).as_posix()}: {unit.label}: {problem}" for problem in found]
     return out
+
+
+def template_problems(english: str, chinese: str) -> list[str]:
+    """A template's translation keeps every placeholder (each value is put back where it says) and
+    every number of its English words, and adds no placeholder of its own."""
+    en = sorted(Template(english).fields)
+    zh = sorted(Template(chinese).fields)
+    out = [] if en == zh else [f"placeholders: the English has {en}, the Chinese {zh} (keep each {{...}} as it is)"]
+    return out + _numbers_kept(" ".join(Template(english).literals), " ".join(Template(chinese).literals))
+
+
+def _numbers_kept(english: str, chinese: str) -> list[str]:
+    missing = sorted(set(NUMBER.findall(english)) - set(NUMBER.findall(chinese)))
+    return [f"numbers missing (write them as the English does, in digits): {missing[:6]}"] if missing else []
 
 
 def _fields_problems(english: str, chinese: str) -> list[str]:

@@ -24,6 +24,7 @@ import nbformat
 from labkit.course.glossary import GLOSSARY_ZH, load_glossary, render_translated
 from labkit.course.translation.sources import (
     check_units,
+    experiment_units,
     glossary_units,
     labkit_units,
     notebook_units,
@@ -51,6 +52,10 @@ PREAMBLE = {
                    "they run. Keep each {{field}} as it is. How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "glossary": ("<!-- The Chinese of docs/glossary.json's glosses and module titles (the terms' Chinese is the "
                  "JSON's zh). docs/glossary.zh-CN.md is built from it: make translations. -->"),
+    "experiments": ("<!-- The Chinese of what experiments/{name}.py prints and draws: its claim, then one "
+                    "block per template (a printed line or a figure's text, each value a {{placeholder}} kept "
+                    "as it is), keyed by the English's hash. Translated as the script runs in Chinese "
+                    "(labkit/i18n/output.py). How: CONTRIBUTING.md, \"The Chinese edition\". -->"),
     "labkit": ("<!-- The Chinese of labkit's messages: every literal passed to tr() or phrase() in labkit/. "
                "Keep each {field} as it is; a block's first and last newlines are not kept, so a "
                "template neither starts nor ends with one. -->"),
@@ -67,7 +72,7 @@ def blob(path: Path) -> str:
 
 def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
     """(kind, catalog path, English units, preamble) for 'notebook:<stem>', 'quiz:<stem>', 'checks:<stem>',
-    'prediction:<module>', 'glossary', 'labkit'."""
+    'prediction:<module>', 'experiments:<NN_slug>/<script stem>', 'glossary', 'labkit'."""
     kind, _, stem = target.partition(":")
     if kind == "notebook":
         english = root / "notebooks" / f"{stem}.ipynb"
@@ -84,6 +89,9 @@ def catalog_of(root: Path, target: str) -> tuple[str, Path, list[Unit], str]:
         english = root / "modules" / stem / FILE
         return kind, root / CATALOGS / "predictions" / f"{stem}.md", prediction_units(english), \
             PREAMBLE[kind].format(name=stem)
+    if kind == "experiments":
+        return kind, root / CATALOGS / "experiments" / f"{stem}.md", \
+            experiment_units(root / "experiments" / f"{stem}.py"), PREAMBLE[kind].format(name=stem)
     if kind == "glossary":
         return kind, root / CATALOGS / "glossary.md", glossary_units(root), PREAMBLE[kind]
     if kind == "labkit":
@@ -100,7 +108,22 @@ def all_targets(root: Path) -> list[str]:
     quizzes = [f"quiz:{p.stem}" for p in sorted((root / "quizzes").glob("*.json"))]
     checks = [f"checks:{p.parent.name}" for p in sorted((root / "modules").glob("*/checks.json"))]
     predictions = [f"prediction:{p.parent.name}" for p in prediction_files(root)]
-    return [*notebooks, *quizzes, *checks, *predictions, "glossary", "labkit"]
+    experiments = [experiment_target(root, p) for p in translated_scripts(root)]
+    return [*notebooks, *quizzes, *checks, *predictions, *experiments, "glossary", "labkit"]
+
+
+def experiment_target(root: Path, script: Path) -> str:
+    """'experiments:01_attention_basics/exp3_stable_softmax' for the script
+    experiments/01_attention_basics/exp3_stable_softmax.py."""
+    return "experiments:" + script.resolve().relative_to((root / "experiments").resolve()).with_suffix("").as_posix()
+
+
+def translated_scripts(root: Path) -> list[Path]:
+    """The experiment scripts that have a Chinese catalog (translations/zh-CN/experiments/NN_slug/expN_*.md).
+    A script joins the Chinese edition when its catalog is made (`translation sync experiments/.../expN.py`);
+    one without a catalog prints English in both editions (CONTRIBUTING.md, "The Chinese edition")."""
+    found = sorted((root / CATALOGS / "experiments").glob("*/*.md"))
+    return [root / "experiments" / path.parent.name / f"{path.stem}.py" for path in found]
 
 
 # ------------------------------------------------------------------------------------------ notebooks

@@ -8,7 +8,9 @@
   (labkit/predictions.py), its code cells naming only the keys;
 - a quiz: the title, the description, and each question's question, choices, hint, explanation and unit;
 - the glossary: each term's gloss, and the module titles its page groups them under;
-- labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages).
+- labkit: every literal passed to `tr(...)` or `phrase(...)` in labkit's own code (its messages);
+- an experiment script: its claim (its docstring's first paragraph, which it prints first) and
+  every template of what it prints and draws (labkit/i18n/templates.py).
 
 Code texts are read with `ast`, never by running anything.
 """
@@ -22,9 +24,12 @@ from pathlib import Path
 import nbformat
 
 from labkit.i18n.catalog import Unit
+from labkit.i18n.templates import source_templates
 
-__all__ = ["check_units", "glossary_units", "labkit_units", "notebook_units", "prediction_units", "quiz_units",
-           "code_texts"]
+__all__ = ["OUTPUT", "check_units", "code_texts", "experiment_units", "glossary_units", "labkit_units",
+           "notebook_units", "prediction_units", "quiz_units"]
+
+OUTPUT = "output"  # the word in a unit's label that makes it a template of what code prints or draws
 
 
 def _string(node: ast.AST | None) -> str | None:
@@ -66,6 +71,17 @@ def notebook_units(path: Path) -> list[Unit]:
         elif cell.cell_type == "code":
             units += [Unit(text, f"cell {index}: {what}") for what, text in code_texts(cell.source)]
     return units
+
+
+def experiment_units(script: Path) -> list[Unit]:
+    """The texts of one experiment script: its claim (the docstring's first paragraph, printed
+    first), then every template of what it prints and draws."""
+    from labkit.experiment import _first_sentence
+
+    source = script.read_text(encoding="utf-8")
+    doc = ast.get_docstring(ast.parse(source), clean=False)
+    units = [Unit(_first_sentence(doc), "claim")] if doc else []
+    return units + [Unit(text, f"line {line}: {OUTPUT} ({what})") for line, what, text in source_templates(source)]
 
 
 def check_units(path: Path) -> list[Unit]:

@@ -1,0 +1,271 @@
+"""The Chinese edition at the output boundary: what a program prints and draws, translated as it leaves.
+
+The teaching code stays the same in both editions: a notebook's cells and an experiment script
+print and draw English. In Chinese, an `OutputTranslator` sits where that English leaves the
+program:
+
+- **printed lines**: `sys.stdout` is wrapped (`TranslatingStream`), and each complete line is
+  matched against the English templates of the code that printed it (labkit/i18n/templates.py);
+  the placeholders match the values, and the Chinese template gets the same values back. A value
+  that is itself a known English text (a phrase kept in data) is translated too. A line that
+  matches no template (a learner's own print, numbers, code) is shown as written;
+- **figures**: before a figure is drawn for the learner (the notebook's inline display, an
+  Experiment's save), every text on it (titles, axis labels, legends, annotations, tick labels
+  set by hand) is translated the same way, and drawn with a font that has Chinese characters
+  (labkit.figures.chinese_font: the pinned Noto Sans CJK SC; without any such font the figure
+  stays English rather than showing boxes).
+
+Where the templates come from: in a notebook, the source of every cell as it runs (so a learner's
+own text is never mistaken for the course's); in a script, the script's file. Where the Chinese
+comes from: the catalogs of translations/zh-CN/, keyed by the English template's hash like every
+other text (translations/zh-CN/experiments/NN_slug.md, and the notebook's own catalog).
+
+`figure_texts` lists what a figure says (each text and its size in pixels), which labkit records
+in a notebook output's metadata and in a saved PNG (`record_png`, `png_texts`), so that tests read
+every figure's labels without looking at pixels.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+from labkit.i18n.catalog import key_of
+from labkit.i18n.prose import english_words
+from labkit.i18n.templates import Template, fill, source_templates
+
+__all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "install", "png_texts",
+           "record_png", "translate_figure", "uninstall"]
+
+DEPTH = 3  # a value translated inside a value inside a line, and no deeper
+PNG_KEY = "labkit:texts"
+
+_active: OutputTranslator | None = None
+
+# Texts labkit composes from words it is given (show_heatmaps' grid titles "layer 0, head 1", from
+# row_name and col_name): no English of their own, so no catalog block; the words are values,
+# translated where a catalog knows them, and only the punctuation changes. One matches only where
+# a value is a known text and the others hold no English word (numbers, code: "causal mask: P x"),
+# never a line of values such as "[(1, 0), (1, 1)]".
+COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}"}
+
+
+class OutputTranslator:
+    """English templates with a Chinese translation, and the text they translate."""
+
+    def __init__(self, table: dict[str, str] | None = None):
+        if table is None:
+            from labkit.i18n import _translations
+            table = _translations()
+        self.table = table
+        self.templates: dict[str, tuple[Template, str]] = {}  # English -> (template, Chinese)
+        self.exact: dict[str, str] = {}  # English text without values -> Chinese
+        self._ordered: list[tuple[Template, str]] | None = None
+        for english, chinese in COMPOSED.items():
+            self.templates[english] = (Template(english), chinese)
+
+    def add(self, english: str) -> None:
+        chinese = self.table.get(key_of(english))
+        if chinese is None or english in self.templates:
+            return
+        template = Template(english)
+        if template.fields:
+            self.templates[english] = (template, chinese)
+            self._ordered = None
+        else:  # a text without values: looked up whole (its braces undoubled, as printed)
+            self.exact[template.literals[0] if template.literals else ""] = fill(chinese, {})
+
+    def known(self, text: str) -> str | None:
+        """The Chinese of a whole text without values: the templates', then any catalog's."""
+        if text in self.exact:
+            return self.exact[text]
+        found = self.table.get(key_of(text))
+        return None if found is None or "{" in found else found
+
+    def add_source(self, source: str) -> None:
+        """Learn the templates of a Python source (a script, a notebook cell)."""
+        for _, _, template in source_templates(source):
+            self.add(template)
+
+    def _by_weight(self) -> list[tuple[Template, str]]:
+        if self._ordered is None:  # most specific first: a line that two templates match takes this one
+            self._ordered = sorted(self.templates.values(), key=lambda pair: -pair[0].weight)
+        return self._ordered
+
+    def line(self, text: str, depth: int = 0) -> str:
+        """One line (no newline) in Chinese, or as written when no template matches it."""
+        core = text.strip(" ")
+        if not core or depth > DEPTH:
+            return text
+        lead, trail = text[:len(text) - len(text.lstrip(" "))], text[len(text.rstrip(" ")):]
+        exact = self.known(core)
+        if exact is not None:
+            return lead + exact + trail
+        for template, chinese in self._by_weight():
+            values = template.match(core)
+            if values is not None and template.text in COMPOSED and not self._composed(values):
+                values = None
+            if values is not None:
+                values = {field: self.line(value, depth + 1) for field, value in values.items()}
+                return lead + fill(chinese, values) + trail
+        return text
+
+    def _composed(self, values: dict[str, str]) -> bool:
+        known = [self.known(value) is not None for value in values.values()]
+        return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
+
+    def text(self, text: str) -> str:
+        """A text of one or more lines (a figure's label, a table's cell), line by line; each run of
+        a line between carriage returns (a progress line redrawn) on its own."""
+        return "\n".join("\r".join(self.line(part) for part in line.split("\r")) for line in text.split("\n"))
+
+
+class TranslatingStream:
+    """A text stream that writes each complete line to `stream` translated. A partial line waits
+    for the rest of its line (print(..., end="")), unless it is flushed first (a progress line)."""
+
+    def __init__(self, stream, translator: OutputTranslator):
+        self.stream = stream
+        self.translator = translator
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            *lines, self._pending = self._pending.split("\n")
+            self.stream.write("".join(self.translator.text(line) + "\n" for line in lines))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.stream.write(self.translator.text(self._pending))
+            self._pending = ""
+        self.stream.flush()
+
+    def __getattr__(self, name: str):  # encoding, isatty, fileno, ... are the stream's own
+        return getattr(self.stream, name)
+
+
+# ------------------------------------------------------------------------------------------ switching on
+
+def active() -> OutputTranslator | None:
+    """The translator at work in this process, or None (English, or nothing installed)."""
+    return _active
+
+
+def install(source: str | Path | None = None) -> OutputTranslator:
+    """Translate standard output from now on, learning the templates of `source` (a file, or the
+    text of a cell); more can be added with `active().add_source(...)`. Installing twice keeps one
+    translator and one wrapper."""
+    global _active
+    if _active is None:
+        _active = OutputTranslator()
+    if source is not None:
+        text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) else source
+        _active.add_source(text)
+    if not isinstance(sys.stdout, TranslatingStream):
+        sys.stdout = TranslatingStream(sys.stdout, _active)
+    return _active
+
+
+def uninstall() -> None:
+    """Back to untranslated output (tests)."""
+    global _active
+    if isinstance(sys.stdout, TranslatingStream):
+        sys.stdout.flush()
+        sys.stdout = sys.stdout.stream
+    _active = None
+
+
+# ------------------------------------------------------------------------------------------ figures
+
+def translate_figure(figure) -> None:
+    """Every text of `figure` in Chinese where the active translator knows it, drawn with a font that
+    has Chinese characters. Nothing without an active translator, nor without such a font (English
+    is better than boxes)."""
+    from labkit.figures import chinese_font, use_chinese_font
+
+    translator = active()
+    if translator is None or chinese_font() is None:
+        return
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter
+
+    for text in figure.findobj(Text):
+        words = text.get_text()
+        if words:
+            translated = translator.text(words)
+            if translated != words:
+                text.set_text(translated)
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(formatter, FixedFormatter):  # tick labels set by hand are made again at each draw
+                    formatter.seq = [translator.text(label) if isinstance(label, str) else label
+                                     for label in formatter.seq]
+    use_chinese_font(figure)
+
+
+def figure_texts(figure, dpi: float) -> list[dict]:
+    """What a drawn figure says: each visible, non-empty text as {"text", "px"} (its font size in
+    pixels at `dpi`), with "tick": true for tick labels, in drawing order. Call it after the figure
+    was drawn (saved or displayed), when its tick labels exist."""
+    from matplotlib.text import Text
+
+    ticks = set()
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in [*axis.majorTicks, *axis.minorTicks]:
+                ticks.update((id(tick.label1), id(tick.label2)))
+    shown = []
+    for ax in figure.axes:  # the ticks in view, as the last draw laid them out
+        for axis in (ax.xaxis, ax.yaxis):
+            shown += [(label, True) for label in [*axis.get_majorticklabels(), *axis.get_minorticklabels()]]
+    shown += [(text, False) for text in figure.findobj(Text) if id(text) not in ticks]
+    out = []
+    for text, tick in shown:
+        words = text.get_text()
+        if not words.strip() or not text.get_visible() or not _drawn(text):
+            continue
+        entry = {"text": words, "px": round(text.get_fontsize() * dpi / 72, 1)}
+        if tick:
+            entry["tick"] = True
+        out.append(entry)
+    return out
+
+
+def _drawn(text) -> bool:
+    return text.axes is None or text.axes.get_visible()
+
+
+# ------------------------------------------------------------------------------------------ PNG records
+
+def record_png(path: Path, texts: list[dict]) -> None:
+    """Write `texts` into the PNG file at `path`, as an international text chunk (iTXt) named
+    labkit:texts holding JSON: any PNG reader keeps the picture, and `png_texts` reads them back."""
+    data = Path(path).read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n") or data[-12:-8] != b"\0\0\0\0" or data[-8:-4] != b"IEND":
+        raise ValueError(f"record_png: {path} is not a PNG file that ends with its IEND chunk.")
+    body = PNG_KEY.encode("latin-1") + b"\0\0\0\0\0" + json.dumps(texts, ensure_ascii=False).encode("utf-8")
+    chunk = struct.pack(">I", len(body)) + b"iTXt" + body + struct.pack(">I", zlib.crc32(b"iTXt" + body))
+    Path(path).write_bytes(data[:-12] + chunk + data[-12:])
+
+
+def png_texts(path: Path) -> list[dict] | None:
+    """The texts `record_png` wrote into a PNG file, or None when it holds none."""
+    data = Path(path).read_bytes()
+    position = 8
+    while position + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        body = data[position + 8:position + 8 + length]
+        if kind == b"iTXt" and body.startswith(PNG_KEY.encode("latin-1") + b"\0"):
+            return json.loads(body[len(PNG_KEY) + 5:].decode("utf-8"))
+        position += 12 + length
+    return None

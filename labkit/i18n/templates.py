@@ -1,0 +1,331 @@
+"""The English that a program prints and draws, as templates read from its source.
+
+A *template* is one line that a `print(...)` call writes, or one label that a figure shows, with
+each value it formats written as a placeholder: `print(f"{n} queries x {k} keys")` and
+`print("scores:", tuple(s.shape))` give the templates
+
+    {n} queries x {k} keys
+    scores: {tuple(s.shape)}
+
+A placeholder is the expression's source (its format spec and `!r` left out); literal braces are
+doubled, as in `str.format`. Templates are found without running anything (`ast`), in:
+
+- `print(...)` to standard output (its arguments joined by `sep`; a line of a multi-line text is a
+  template of its own);
+- an Experiment's claim, `exp.claim(holds, sentence)`;
+- the texts of a figure: matplotlib's title, suptitle, xlabel, ylabel (and their `set_` forms),
+  text, figtext, annotate, legend, tick labels, every `label=` keyword; labkit's show_heatmaps
+  (titles, suptitle, xlabel, ylabel, row_name, col_name) and print_table's headers;
+- `phrase("...")`, which marks an English text kept in data (a row of a table, a value a
+  function returns) for translation where it is shown;
+- a name passed to one of these (`titles=titles`, `label=labels[name]`): the texts assigned to
+  that name in the same function (or at module level), and the texts of a `for` loop over it.
+
+Each template is a unit of a translation catalog (labkit/i18n/catalog.py), keyed by its hash like
+every other English text; at run time (labkit/i18n/output.py) a printed line or a figure's label is
+matched against the templates, the placeholders matching whatever values were formatted, and the
+Chinese template gets the same values back. Standard library only.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from labkit.i18n.prose import english_words
+
+__all__ = ["Template", "placeholders", "source_templates"]
+
+
+# Calls that show their text arguments: name -> positions of the text arguments.
+SHOWN_POSITIONAL = {
+    "title": (0,), "set_title": (0,), "suptitle": (0,), "supxlabel": (0,), "supylabel": (0,),
+    "xlabel": (0,), "ylabel": (0,), "set_xlabel": (0,), "set_ylabel": (0,),
+    "text": (2,), "figtext": (2,), "annotate": (0,), "legend": (0, 1),
+    "set_xticklabels": (0,), "set_yticklabels": (0,), "set_xticks": (1,), "set_yticks": (1,),
+    "xticks": (1,), "yticks": (1,), "claim": (1,), "print_table": (0,), "phrase": (0,),
+}
+SHOWN_KEYWORDS = {"title", "titles", "suptitle", "xlabel", "ylabel", "label", "labels", "s", "text",
+                  "row_name", "col_name", "headers", "sentence"}
+KEYWORDS_OF = {"show_heatmaps": SHOWN_KEYWORDS, "set": {"title", "xlabel", "ylabel"}}
+# Builtins whose result holds their arguments' texts, met in a loop over titles.
+PASS_THROUGH = {"zip", "enumerate", "list", "tuple", "sorted", "reversed"}
+# In any other call (a plot's `label=`, a helper of the script's own given a title), these name a text.
+ANY_CALL_KEYWORDS = {"label", "labels", "title", "titles", "suptitle", "xlabel", "ylabel"}
+
+
+# ------------------------------------------------------------------------------------------ templates
+
+def placeholders(template: str) -> list[tuple[str, str]]:
+    """The template split into (kind, text) pieces: ("literal", text) with braces undoubled, and
+    ("field", expression) for each placeholder, in order."""
+    pieces: list[tuple[str, str]] = []
+    literal, i = [], 0
+    while i < len(template):
+        ch = template[i]
+        if ch in "{}" and template[i:i + 2] == ch * 2:
+            literal.append(ch)
+            i += 2
+        elif ch == "{":
+            depth, j = 1, i + 1
+            while j < len(template) and depth:
+                depth += {"{": 1, "}": -1}.get(template[j], 0)
+                j += 1
+            if depth:  # an unclosed brace: the rest is literal
+                literal.append(template[i:])
+                break
+            if literal:
+                pieces.append(("literal", "".join(literal)))
+                literal = []
+            pieces.append(("field", template[i + 1:j - 1]))
+            i = j
+        else:
+            literal.append(ch)
+            i += 1
+    if literal:
+        pieces.append(("literal", "".join(literal)))
+    return pieces
+
+
+@dataclass(frozen=True)
+class Template:
+    """One English template, and how to match a line against it."""
+    text: str
+
+    @cached_property
+    def pieces(self) -> list[tuple[str, str]]:
+        return placeholders(self.text)
+
+    @cached_property
+    def fields(self) -> list[str]:
+        return [text for kind, text in self.pieces if kind == "field"]
+
+    @cached_property
+    def literals(self) -> list[str]:
+        return [text for kind, text in self.pieces if kind == "literal"]
+
+    @cached_property
+    def weight(self) -> int:
+        """How much of a line it pins down: its literal characters (the more, the more specific)."""
+        return sum(len(text) for text in self.literals)
+
+    @cached_property
+    def pattern(self) -> re.Pattern:
+        parts = [re.escape(text) if kind == "literal" else "(.*?)" for kind, text in self.pieces]
+        return re.compile("".join(parts), re.DOTALL)
+
+    def match(self, line: str) -> dict[str, str] | None:
+        """The value of each field when `line` is this template filled in, else None."""
+        if any(text not in line for text in self.literals):  # cheap test first
+            return None
+        found = self.pattern.fullmatch(line)
+        if found is None:
+            return None
+        values: dict[str, str] = {}
+        for field, value in zip(self.fields, found.groups()):
+            values.setdefault(field, value)
+        return values
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """`template` (a translation) with each placeholder replaced by its value."""
+    return "".join(values.get(text, "{" + text + "}") if kind == "field" else text
+                   for kind, text in placeholders(template))
+
+
+# ------------------------------------------------------------------------------------------ extraction
+
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _template(node: ast.AST) -> str | None:
+    """The template of an expression that makes a text: a literal, an f-string, a concatenation
+    with `+`; None for anything else (a value, shown as a placeholder by the caller)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return _escape(node.value)
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(_escape(str(part.value)))
+            else:  # FormattedValue
+                out.append("{" + ast.unparse(part.value) + "}")
+        return "".join(out)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _template(node.left), _template(node.right)
+        if left is None and right is None:
+            return None
+        return (left if left is not None else _field(node.left)) + (right if right is not None else _field(node.right))
+    return None
+
+
+def _field(node: ast.AST) -> str:
+    return "{" + ast.unparse(node) + "}"
+
+
+def _print_template(call: ast.Call) -> str | None:
+    keywords = {k.arg: k.value for k in call.keywords}
+    if "file" in keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    sep = keywords.get("sep", ast.Constant(" "))
+    if not (isinstance(sep, ast.Constant) and isinstance(sep.value, str)):
+        return None
+    parts = [_template(arg) for arg in call.args]
+    if all(part is None for part in parts):
+        return None
+    return _escape(sep.value).join(part if part is not None else _field(arg) for part, arg in zip(parts, call.args))
+
+
+def _lines(template: str) -> list[str]:
+    """A template's lines that hold English words (labkit/i18n/prose.py): a line of numbers, code and
+    formulas needs no translation."""
+    lines = []
+    for line in template.split("\n"):
+        words = " ".join(text for kind, text in placeholders(line) if kind == "literal")
+        if english_words(words):
+            lines.append(line.strip(" ") if line.strip(" ") else line)
+    return lines
+
+
+class _Finder(ast.NodeVisitor):
+    """Walks a module, keeping each scope's assignments to resolve the names a display call is given."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, int, str, str]] = []
+        self.scopes: list[dict[str, list[ast.AST]]] = []
+
+    # -- scopes
+    def _assignments(self, body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
+        names: dict[str, list[ast.AST]] = {}
+
+        def bind(target: ast.AST, value: ast.AST) -> None:
+            if isinstance(target, ast.Name):
+                names.setdefault(target.id, []).append(value)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for element in target.elts:
+                    bind(element, value)
+
+        for statement in body:
+            for node in _walk_scope(statement):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        bind(target, node.value)
+                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                    bind(node.target, node.value)
+                elif isinstance(node, (ast.For, ast.comprehension)):
+                    bind(node.target, node.iter)
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and node.func.attr in ("append", "extend", "insert") and isinstance(node.func.value, ast.Name)
+                      and node.args):
+                    names.setdefault(node.func.value.id, []).append(node.args[-1])
+        return names
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.scopes.append(self._assignments(node.body))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.scopes.append(self._assignments(node.body))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    # -- calls
+    def add(self, node: ast.AST, what: str, template: str) -> None:
+        for line in _lines(template):
+            self.found.append((node.lineno, node.col_offset, what, line))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name == "print":
+            template = _print_template(node)
+            if template is not None:
+                self.add(node, "print", template)
+            for arg in node.args:
+                self.texts_in(arg, "print", top=False)
+        else:
+            positions = SHOWN_POSITIONAL.get(name, ())
+            for index, arg in enumerate(node.args):
+                if index in positions:
+                    self.texts_in(arg, name)
+            known = name in SHOWN_POSITIONAL or name in KEYWORDS_OF
+            keywords = KEYWORDS_OF.get(name, SHOWN_KEYWORDS) if known else ANY_CALL_KEYWORDS
+            for keyword in node.keywords:
+                if keyword.arg in keywords:
+                    self.texts_in(keyword.value, f"{name} {keyword.arg}")
+        self.generic_visit(node)
+
+    def texts_in(self, node: ast.AST, what: str, top: bool = True, seen: frozenset[str] = frozenset()) -> None:
+        """Every text an argument can show: its own template, the texts inside it, and those of the
+        names it uses (resolved once in the enclosing scopes)."""
+        template = _template(node)
+        if template is not None:
+            if top:
+                self.add(node, what, template)
+            for part in ast.walk(node):  # texts inside its placeholders: `{'a' if x else 'b'}`
+                if isinstance(part, ast.FormattedValue):
+                    self.texts_in(part.value, what, top=True, seen=seen)
+            return
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            for element in node.elts:
+                self.texts_in(element, what, seen=seen)
+        elif isinstance(node, ast.Dict):
+            for value in node.values:
+                self.texts_in(value, what, seen=seen)
+        elif isinstance(node, ast.IfExp):
+            self.texts_in(node.body, what, seen=seen)
+            self.texts_in(node.orelse, what, seen=seen)
+        elif isinstance(node, ast.BoolOp):
+            for value in node.values:
+                self.texts_in(value, what, seen=seen)
+        elif isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            self.texts_in(node.elt, what, seen=seen)
+        elif isinstance(node, ast.DictComp):
+            self.texts_in(node.value, what, seen=seen)
+        elif isinstance(node, ast.Subscript):
+            self.texts_in(node.value, what, seen=seen)
+        elif isinstance(node, ast.Starred):
+            self.texts_in(node.value, what, seen=seen)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in PASS_THROUGH:
+            for arg in node.args:  # for ax, (key, title) in zip(axes, [("previous", "previous token"), ...])
+                self.texts_in(arg, what, seen=seen)
+        elif isinstance(node, ast.Name) and node.id not in seen:
+            for scope in reversed(self.scopes):
+                if node.id in scope:
+                    for value in scope[node.id]:
+                        self.texts_in(value, what, seen=seen | {node.id})
+                    break
+
+
+def _walk_scope(node: ast.AST):
+    """ast.walk that does not enter nested functions or classes (their names are their own)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in ast.iter_child_nodes(current):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
+
+
+def source_templates(source: str) -> list[tuple[int, str, str]]:
+    """(line number, what, template) for every template of a Python source (a script, or a code
+    cell: lines of IPython magics are left out), in source order, each template once."""
+    lines = [line if not line.lstrip().startswith(("%", "!")) else "" for line in source.splitlines()]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return []
+    finder = _Finder()
+    finder.visit(tree)
+    out, seen = [], set()
+    for line, _, what, template in sorted(finder.found):
+        if template not in seen:
+            seen.add(template)
+            out.append((line, what, template))
+    return out

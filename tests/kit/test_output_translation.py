@@ -1,0 +1,234 @@
+"""What a program prints and draws, in the learner's language (issue 36, labkit/i18n/output.py).
+
+The teaching code prints English; in Chinese, each printed line and each figure text is matched
+against the English templates of the code that made it (labkit/i18n/templates.py) and shown with
+the catalog's Chinese, the values put back unchanged. These tests hold the engine (templates,
+matching, the stream, figures, the PNG record, the catalog's faithfulness rule) and the taste
+route's three scripts, run in Chinese as a learner runs them: no line of English prose, no English
+word on a figure, every value as in English.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless, whatever the environment says
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+import labkit.figures as figures  # noqa: E402
+from labkit.course.translation.check import template_problems  # noqa: E402
+from labkit.experiment import print_table  # noqa: E402
+from labkit.i18n import ENV, use_language  # noqa: E402
+from labkit.i18n.catalog import key_of  # noqa: E402
+from labkit.i18n.output import (  # noqa: E402
+    OutputTranslator,
+    TranslatingStream,
+    figure_texts,
+    install,
+    png_texts,
+    record_png,
+    translate_figure,
+    uninstall,
+)
+from labkit.i18n.prose import english_prose, english_words  # noqa: E402
+from labkit.i18n.templates import Template, source_templates  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+TASTE = ["experiments/01_attention_basics/exp3_stable_softmax.py",
+         "experiments/07_kv_cache/exp1_cached_equals_recompute.py",
+         "experiments/09_reading_heads/exp1_head_scores.py"]
+
+
+@pytest.fixture(autouse=True)
+def english_by_default(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    use_language(None)
+    yield
+    uninstall()
+    use_language(None)
+
+
+def translator(pairs: dict[str, str]) -> OutputTranslator:
+    out = OutputTranslator({key_of(english): chinese for english, chinese in pairs.items()})
+    for english in pairs:
+        out.add(english)
+    return out
+
+
+def speak(pairs: dict[str, str]) -> OutputTranslator:
+    """Install the process's translator (stdout, figures) and teach it `pairs`."""
+    active = install()
+    active.table = {**active.table, **{key_of(english): chinese for english, chinese in pairs.items()}}
+    for english in pairs:
+        active.add(english)
+    return active
+
+
+# ------------------------------------------------------------------------------------------ templates
+
+def test_templates_are_read_from_prints_claims_and_figure_texts():
+    source = '''
+def run(exp, ax, n, scores):
+    print(f"{n} queries x {n + 1} keys")
+    print("scores:", tuple(scores.shape))
+    print(f"{n:.3f}")
+    exp.claim(n > 0, f"every weight is positive ({n} of them)")
+    names = ["causal mask", "no mask"]
+    for name in names:
+        ax.plot([0], label=name)
+    ax.set(title="Attention weights", xlabel="key position")
+'''
+    found = [text for _, _, text in source_templates(source)]
+    assert "{n} queries x {n + 1} keys" in found
+    assert "scores: {tuple(scores.shape)}" in found
+    assert "every weight is positive ({n} of them)" in found
+    assert {"causal mask", "no mask", "Attention weights", "key position"} <= set(found)
+    assert "{n}" not in found, "a line of values alone needs no translation"
+
+
+def test_a_line_is_matched_and_its_values_come_back_unchanged():
+    tr = translator({"{n} queries x {k} keys": "{n} 个查询 x {k} 个键", "causal mask": "因果掩码",
+                     "setting: {name}": "设置：{name}"})
+    assert tr.line("12 queries x 7 keys") == "12 个查询 x 7 个键"
+    assert tr.line("  causal mask") == "  因果掩码", "indentation is kept"
+    assert tr.line("setting: causal mask") == "设置：因果掩码", "a value that is a known text is translated"
+    assert tr.line("print(x)  # my own line") == "print(x)  # my own line", "an unknown line is shown as written"
+    assert tr.text("causal mask\n3 queries x 4 keys") == "因果掩码\n3 个查询 x 4 个键"
+
+
+def test_a_grid_title_is_translated_but_a_line_of_values_is_left_alone():
+    """show_heatmaps' "layer 0, head 1" is composed from words: translated where they are known,
+    while a printed list of heads, "[(1, 0), (1, 1)]", keeps its ASCII commas."""
+    tr = translator({"layer": "层", "head": "头"})
+    assert tr.line("layer 0, head 1") == "层 0，头 1"
+    assert tr.line("[(1, 0), (1, 1), (1, 3)]") == "[(1, 0), (1, 1), (1, 3)]"
+    assert tr.line("(0, 1)") == "(0, 1)"
+    assert translator({"causal mask": "因果掩码"}).line("causal mask: P x") == "因果掩码：P x"
+    assert tr.line("my note: layer 2") == "my note: layer 2", "an unknown text is never half-translated"
+
+
+def test_the_most_specific_template_wins():
+    tr = translator({"{a}: {b}": "{a}：{b}", "loss: {value}": "损失：{value}"})
+    assert tr.line("loss: 0.25") == "损失：0.25"
+    assert Template("loss: {value}").weight > Template("{a}: {b}").weight
+
+
+def test_the_stream_translates_whole_lines_and_flushes_a_partial_one():
+    sink = io.StringIO()
+    stream = TranslatingStream(sink, translator({"causal mask": "因果掩码"}))
+    stream.write("causal")
+    assert sink.getvalue() == "", "half a line waits for the rest"
+    stream.write(" mask\nnext")
+    assert sink.getvalue() == "因果掩码\n"
+    stream.flush()
+    assert sink.getvalue() == "因果掩码\nnext"
+
+
+def test_install_wraps_stdout_once_and_uninstall_restores_it(capsys):
+    before = sys.stdout
+    install("print('claim holds')")
+    install("print('claim holds')")
+    assert isinstance(sys.stdout, TranslatingStream) and not isinstance(sys.stdout.stream, TranslatingStream)
+    uninstall()
+    assert sys.stdout is before
+
+
+def test_a_translation_keeps_every_placeholder_and_number():
+    assert template_problems("{n} of {k} heads in layer 1", "第 1 层 {k} 个头中的 {n} 个") == []
+    assert template_problems("{n} heads", "个头")  # a value dropped
+    assert template_problems("{n} heads", "{n} 个头，{m}")  # a value invented
+    assert template_problems("layer 1: {n}", "层：{n}")  # a number dropped
+
+
+def test_english_prose_and_words_leave_code_and_formulas_alone():
+    assert english_prose("the output is off by 3%") == ["the output is off by"]
+    assert english_prose("max |softmax - reference| in float32, d_k = 64, x.shape (2, 6)") == []
+    assert english_prose("因果掩码：masked_fill(-inf)，dtype torch.float32，'the cat sat'") == []
+    assert english_words("层 layer") == ["layer"], "a single word is a word, not prose"
+    assert english_words("SDPA and GQA") == ["and"], "acronyms are names"
+
+
+def test_a_table_is_translated_and_aligned_by_terminal_width(capsys):
+    speak({"setting": "设置", "equivariant": "等变"})
+    print_table(["setting", "equivariant"], [["x", True], ["causal", False]])
+    sys.stdout.flush()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["设置", "等变"]
+    widths = {sum(2 if CHINESE.match(ch) else 1 for ch in line.rstrip()) for line in lines[:2]}
+    assert len(lines) == 4 and len(widths) == 1, f"columns line up on a terminal: {lines}"
+
+
+# ------------------------------------------------------------------------------------------ figures
+
+def _figure():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="causal mask")
+    ax.set(title="Attention weights", xlabel="key position")
+    ax.legend()
+    return fig
+
+
+def test_a_figure_is_translated_with_the_pinned_font_and_records_its_texts(tmp_path):
+    assert figures.chinese_font() == "Noto Sans CJK SC", "mplfonts==0.0.11 (requirements.txt) is installed"
+    speak({"causal mask": "因果掩码", "Attention weights": "注意力权重", "key position": "键的位置"})
+    fig = _figure()
+    translate_figure(fig)
+    path = tmp_path / "fig.png"
+    fig.savefig(path, dpi=50)
+    record_png(path, figure_texts(fig, 50))
+    plt.close(fig)
+    texts = [entry["text"] for entry in png_texts(path)]
+    assert {"因果掩码", "注意力权重", "键的位置"} <= set(texts)
+    assert not any(english_words(text) for text in texts), texts
+    assert plt.imread(path).shape[2] in (3, 4), "still a PNG any reader opens"
+
+
+def test_without_a_chinese_font_a_figure_stays_english(monkeypatch):
+    speak({"causal mask": "因果掩码"})
+    monkeypatch.setattr(figures, "chinese_font", lambda: None)
+    fig = _figure()
+    translate_figure(fig)
+    assert fig.axes[0].get_legend().get_texts()[0].get_text() == "causal mask", "English, never boxes"
+    plt.close(fig)
+
+
+def test_png_texts_of_a_plain_png_is_none(tmp_path):
+    fig = plt.figure()
+    fig.savefig(tmp_path / "plain.png", dpi=20)
+    plt.close(fig)
+    assert png_texts(tmp_path / "plain.png") is None
+    (tmp_path / "not.png").write_bytes(b"text")
+    with pytest.raises(ValueError, match="not a PNG"):
+        record_png(tmp_path / "not.png", [])
+
+
+# ------------------------------------------------------------------------------------------ the taste route
+
+@pytest.mark.parametrize("script", TASTE)
+def test_the_taste_route_speaks_chinese(script, tmp_path):
+    """Run as the Chinese README says (LANG=zh-CN): every claim holds, no printed line holds English
+    prose, no figure holds an English word, and the values are the English run's (its claim count)."""
+    env = {**os.environ, "LANG": "zh-CN", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env.pop(ENV, None)
+    run = subprocess.run([sys.executable, str(REPO / script), "--out", str(tmp_path)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    english = [line for line in lines if english_prose(line)]
+    assert not english, "English prose in a Chinese run:\n" + "\n".join(english)
+    assert sum(line.startswith("\u2713 结论成立") for line in lines) >= 1
+    pngs = sorted(tmp_path.glob("*.png"))
+    assert pngs, "the script saved its figure"
+    for png in pngs:
+        texts = [entry["text"] for entry in png_texts(png) if not entry.get("tick")]
+        assert texts and not [t for t in texts if english_words(t)], (png.name, texts)
