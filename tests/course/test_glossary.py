@@ -81,7 +81,9 @@ def explains(passage: Passage, term: Term) -> bool:
     return any(pattern.search(bold) for bold in re.findall(r"\*\*(.+?)\*\*", _COMMENT.sub(" ", text), re.S))
 
 
+@cache
 def first_uses() -> dict[str, Passage]:
+    """Each term's first passage in reading order (once per session: every test reads the same course)."""
     found = {}
     for term in load_glossary(ROOT):
         pattern = term.pattern()
@@ -118,8 +120,8 @@ def test_every_term_is_used_by_the_course():
     """In prose or in code: a term the course never writes has no place in its glossary."""
     code = "\n".join(cell.source for notebook in sorted((ROOT / "notebooks").glob("*.ipynb"))
                      for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code")
-    unused = sorted(t.term for t in load_glossary(ROOT)
-                    if t.term not in first_uses() and not t.pattern().search(code))
+    used_in_prose = first_uses()
+    unused = sorted(t.term for t in load_glossary(ROOT) if t.term not in used_in_prose and not t.pattern().search(code))
     assert not unused, f"glossary terms no notebook or guide uses (check their forms): {unused}"
 
 
