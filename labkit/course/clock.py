@@ -23,7 +23,7 @@ and a route adds:
   `"deep_dive": true` (`quiz_questions(quiz, "express")`, as `make quiz ROUTE=express` asks them);
   and in the capstone it takes the blank-page path, so it skips the cells tagged `steps-path`
   (module 10's path A, the layer one step at a time).
-- **The express route** is modules 01-08 and then the capstone (module 10) in blank-page mode; the
+- **The express route** is modules 01-07 and then the capstone (module 10) in blank-page mode; the
   full course is every module, 00 to 10 (`route_totals`).
 - Words are whitespace-separated tokens of the Markdown cells, the hidden fact markers
   (`<!-- ... -->`) left out. 130 words a minute is reading to understand, not skimming.
@@ -176,7 +176,7 @@ def course_clock(root: Path | None = None) -> dict[str, Clock]:
 
 
 def route_totals(clocks: dict[str, Clock]) -> dict[str, float]:
-    """The routes of the README, in minutes: the express route (modules 01-08, then the capstone in
+    """The routes of the README, in minutes: the express route (modules 01-07, then the capstone in
     blank-page mode) and the full course (every module)."""
     return {"express": sum(clocks[number].express for number in EXPRESS_MODULES if number in clocks),
             "full course": sum(c.full for c in clocks.values())}
