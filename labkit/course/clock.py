@@ -8,6 +8,9 @@ The rule reads a module's notebook and its quiz and nothing else. Each cell a ro
     + a predict cell      1 more (commit to an answer)
     + a find-the-bug cell 8 more (find it, fix it, pass its check)
     + an exercise         8 more (a cell tagged `solution` that is not `find-the-bug`)
+    - its check           0.5 less: the code cell right after a `solution` cell that runs its
+                          `check(...)` or `grade(...)` is part of the exercise's minutes
+    - the quiz's cell     0: the cell that shows the quiz (`show_quiz(...)`) is counted by its questions
     + the capstone        60 more, not 8 (the `solution` cell tagged `blank-page`: module 10's whole
                           layer written from the contract alone, until the grader passes it)
 
@@ -23,10 +26,11 @@ and a route adds:
   `"deep_dive": true` (`quiz_questions(quiz, "express")`, as `make quiz ROUTE=express` asks them);
   and in the capstone it takes the blank-page path, so it skips the cells tagged `steps-path`
   (module 10's path A, the layer one step at a time).
-- **The express route** is modules 01-07 and then the capstone (module 10) in blank-page mode; the
+- **The express route** is modules 01-08 and then the capstone (module 10) in blank-page mode; the
   full course is every module, 00 to 10 (`route_totals`).
-- Words are whitespace-separated tokens of the Markdown cells, the hidden fact markers
-  (`<!-- ... -->`) left out. 130 words a minute is reading to understand, not skimming.
+- Words are whitespace-separated tokens of the Markdown cells that hold a letter or a digit: the
+  hidden fact markers (`<!-- ... -->`) and bare markup (a bullet's `-`, a table's `|`, a heading's
+  `##`, a formula's `=`) are not read as words. 130 words a minute is reading to understand, not skimming.
 - **Experiments.** A script counts when a cell gives the command to run it, as a step of the route.
   A mention by name ("experiment `exp2_scaling` checks each trend") and the opening's `make exp M=NN`
   ("the experiment scripts take each claim further") point the curious further: the route does not
@@ -61,9 +65,12 @@ CAPSTONE = 60
 EXPERIMENT = 3
 QUIZ_QUESTION = 1
 EXPRESS_LIMIT = 6 * 60  # issue 34: the express route, capstone included, fits in 6 hours
-EXPRESS_MODULES = ("01", "02", "03", "04", "05", "06", "07", "10")
+EXPRESS_MODULES = ("01", "02", "03", "04", "05", "06", "07", "08", "10")  # the first dot product to FlashAttention
 
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+_WORD = re.compile(r"\w")  # a token with no letter or digit (`-`, `|`, `##`, `=`) is markup, not a word
+_QUIZ = re.compile(r"^\s*show_quiz\(", re.M)
+_CHECK = re.compile(r"\b(?:check|grade)\(")
 _EXPERIMENT = re.compile(r"\bpython3? +(?:-m +)?experiments[/.](\d\d_\w+)[/.](exp\d+_\w+)")
 
 __all__ = ["CAPSTONE", "EXPRESS_LIMIT", "EXPRESS_MODULES", "Clock", "Counts", "clock", "course_clock",
@@ -116,7 +123,7 @@ class Clock:
 
 
 def words(markdown: str) -> int:
-    return len(_COMMENT.sub(" ", markdown).split())
+    return sum(bool(_WORD.search(token)) for token in _COMMENT.sub(" ", markdown).split())
 
 
 def _source(cell: dict) -> str:
@@ -127,6 +134,7 @@ def _source(cell: dict) -> str:
 def _count(cells: list[dict], questions: int) -> Counts:
     counts = dict.fromkeys(("words", "code", "predict", "bugs", "exercises", "capstone"), 0)
     experiments = set()
+    after_solution = False
     for cell in cells:
         tags = set(cell.get("metadata", {}).get("tags", []))
         source = _source(cell)
@@ -134,11 +142,14 @@ def _count(cells: list[dict], questions: int) -> Counts:
         if cell["cell_type"] == "markdown":
             counts["words"] += words(source)
         elif cell["cell_type"] == "code":
-            counts["code"] += 1
+            # the check right after a solution cell is part of that exercise's minutes ("pass its check")
+            # the cell that shows the quiz is counted by its questions
+            counts["code"] += not (after_solution and _CHECK.search(source)) and not _QUIZ.search(source)
             counts["predict"] += "predict" in tags
             if "solution" in tags:
                 kind = "bugs" if "find-the-bug" in tags else "capstone" if "blank-page" in tags else "exercises"
                 counts[kind] += 1
+        after_solution = cell["cell_type"] == "code" and "solution" in tags
     return Counts(**counts, experiments=len(experiments), quiz_questions=questions)
 
 
@@ -176,7 +187,7 @@ def course_clock(root: Path | None = None) -> dict[str, Clock]:
 
 
 def route_totals(clocks: dict[str, Clock]) -> dict[str, float]:
-    """The routes of the README, in minutes: the express route (modules 01-07, then the capstone in
+    """The routes of the README, in minutes: the express route (modules 01-08, then the capstone in
     blank-page mode) and the full course (every module)."""
     return {"express": sum(clocks[number].express for number in EXPRESS_MODULES if number in clocks),
             "full course": sum(c.full for c in clocks.values())}

@@ -82,6 +82,8 @@ def test_the_course_has_a_clock_for_every_notebook_and_the_routes_add_up():
     totals = route_totals(clocks)
     assert totals["express"] == pytest.approx(sum(clocks[number].express for number in EXPRESS_MODULES))
     assert EXPRESS_MODULES[-1] == "10", "the express route ends with the capstone"
+    # the course promises "from the first dot product to FlashAttention": no module of it is dropped
+    assert EXPRESS_MODULES[:-1] == tuple(f"{n:02d}" for n in range(1, 9)), "the express route is modules 01-08"
     assert all(c.express <= c.full for c in clocks.values())
 
 

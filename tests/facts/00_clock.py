@@ -35,7 +35,7 @@ for _number in [f"{n:02d}" for n in range(11)]:
 
 @fact(rel=WITHIN)
 def clock_route_express_hours():
-    """The express route, modules 01-07's core and then the capstone in blank-page mode, in hours."""
+    """The express route, modules 01-08's core and then the capstone in blank-page mode, in hours."""
     return route_totals(_clocks())["express"] / 60
 
 
