@@ -60,6 +60,7 @@ SLIDE_WIDTH = 1280 - 2 * 28
 SLIDE_HEIGHT = 720 - 2 * 14 - 40  # and a margin for what the estimates below miss
 TITLE_LINE, TITLE_CHARS, TITLE_GAP = 46, 58, 14  # 34 px headings: about 58 columns a line
 TEXT_LINE, TEXT_CHARS, BLOCK_GAP = 31, 86, 12    # 21 px body text, inline LaTeX longer in source
+QUIZ_SPARE = 4 * TEXT_LINE  # room left free under a quiz question's answer (see quiz())
 CODE_LINE, CODE_CHARS, CELL_GAP = 22, 108, 14    # 17 px code, wrapped at about 108 columns
 FORMULA = 64                                     # a displayed formula, one line
 FIGURE_GAP = CELL_GAP + 8                        # a figure's cell, beyond the image itself
@@ -470,7 +471,10 @@ class _Deck:
             slide.pieces.append(Piece(_markdown(_quiz_html(shown(question.question), choices, choose)),
                                       sum(block_height(b) for b in markdown_blocks(asked))))
             slide.used = slide.pieces[0].height
-            fits = sum(block_height(b) for b in markdown_blocks(explained)) <= slide.room()
+            # four lines to spare: question, choices and answer are drawn as HTML blocks whose inline
+            # math (MathJax's sub- and superscripts, unbreakable in Chinese lines) stands taller than
+            # the Markdown estimate allows: 02's tied-consequences took 27% more in Chromium
+            fits = sum(block_height(b) for b in markdown_blocks(explained)) <= slide.room() - QUIZ_SPARE
             answer = _quiz_html(question.answer_text(), bold=True)
             slide.pieces.append(Piece(_markdown(answer + (_quiz_html(shown(question.explanation)) if fits else "")),
                                       0, fragment=True))
