@@ -20,12 +20,13 @@ PYTHON := $(or $(firstword $(foreach candidate,python3.11 python3.12 python3.13 
 	$(shell $(candidate) -c 'import sys; print(sys.executable)' 2>/dev/null))),python3)
 endif
 # LANG=zh-CN asks for the Chinese edition (简体中文), and so does a Chinese locale (zh_CN.UTF-8); LANG=en for
-# English; ATTENTION_LAB_LANG, when set, decides. The targets that show the learner something pass it on as --lang.
+# English; ATTENTION_LAB_LANG, when set, decides. The targets that show the learner something pass it on as --lang,
+# the module checks (CHECK) as ATTENTION_LAB_LANG.
 EDITION := $(or $(ATTENTION_LAB_LANG),$(if $(filter zh%,$(LANG)),zh-CN,en))
 CLI := $(PY) -m labkit.course --lang $(EDITION)
 ZH_FOLDER := $(if $(filter zh-CN,$(EDITION)),/zh-CN)
 # Module checks run before .venv exists, so they use .venv's Python only once it is there.
-CHECK = $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.syllabus check
+CHECK = ATTENTION_LAB_LANG=$(EDITION) $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m labkit.syllabus check
 # make exp M=03; make test ARGS="-k rope -x"
 M ?=
 ARGS ?=

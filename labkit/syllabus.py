@@ -12,8 +12,9 @@ planned module that is not written yet from a number that means nothing.
 
 It is part of the kit (the quiz widget and the experiment scaffold use it), and the maintainer
 tools in `labkit.course` import it, never the other way round. It imports only the standard
-library, and so does the package above it (`labkit` imports nothing at import time), so it runs
-with any Python 3, before torch or anything else is installed:
+library, `labkit.course_root` (where the course is) and `labkit.i18n` (its messages in the learner's
+language), which import only the standard library too, and `labkit` imports nothing at import time,
+so it runs with any Python 3, before torch or anything else is installed:
 
     python -m labkit.syllabus check exp 03
 
@@ -22,12 +23,23 @@ The Makefile uses that to explain a missing or wrong `M=` before it spends minut
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+# Where the course is (re-exported: the kit and the tools import these names from here).
+from labkit.course_root import (  # noqa: F401
+    _ENTRY,
+    _PARTS,
+    ROOT_ENV,
+    CourseError,
+    _holds_a_module,
+    _strip,
+    find_course_root,
+)
+from labkit.i18n import phrase, tr
 
 # number -> (slug, title). The slug names the module everywhere: modules/, notebooks/, experiments/,
 # quizzes/ (see CONTRIBUTING.md, "A module").
@@ -44,63 +56,7 @@ PLANNED_MODULES: dict[str, tuple[str, str]] = {
     "10": ("capstone", "Capstone: write MiniMind's attention, graded"),
 }
 
-# Where each part of a module lives: (folder, suffix of the NN_slug entry, entry is a folder).
-_PARTS = {
-    "guide": ("modules", "", True),
-    "notebook": ("notebooks", ".ipynb", False),
-    "experiments": ("experiments", "", True),
-    "quiz": ("quizzes", ".json", False),
-}
-_ENTRY = re.compile(r"^(\d\d)_(\w+)$")
 _SCRIPT = re.compile(r"^exp(\d+)(_\w*)?\.py$")
-
-
-class CourseError(Exception):
-    """A mistake the learner can fix: an unknown module number, or a part not written yet.
-
-    The CLI prints the message as one line on stderr and exits 2, without a traceback, because the
-    message is the whole story.
-    """
-
-
-ROOT_ENV = "ATTENTION_LAB_COURSE"  # names the course folder when it cannot be found from where you are
-
-
-def find_course_root(start: Path | None = None) -> Path:
-    """The folder that holds the course: the first one, walking up from `start` (default: the
-    current directory), that holds a module, that is an NN_slug entry in modules/, notebooks/,
-    experiments/ or quizzes/. The course is recognised by its content, wherever the package is
-    installed. ATTENTION_LAB_COURSE=/path/to/the/course overrides the search.
-
-    Raises CourseError, saying where it looked, when no folder qualifies.
-    """
-    override = os.environ.get(ROOT_ENV)
-    if override:
-        folder = Path(override).expanduser().resolve()
-        if not _holds_a_module(folder):
-            raise CourseError(f"{ROOT_ENV}={override} is not an Attention Lab course: it has no NN_slug "
-                              f"entry in modules/, notebooks/, experiments/ or quizzes/.")
-        return folder
-    here = Path(start if start is not None else Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if _holds_a_module(folder):
-            return folder
-    raise CourseError(f"No Attention Lab course in {here} or any folder above it. Run this from inside the "
-                      f"course folder, or set {ROOT_ENV}=/path/to/the/course.")
-
-
-def _holds_a_module(folder: Path) -> bool:
-    for part_folder, suffix, is_dir in _PARTS.values():
-        entries = folder / part_folder
-        if entries.is_dir() and any(_ENTRY.match(_strip(entry.name, suffix)) and entry.is_dir() == is_dir
-                                    for entry in entries.iterdir()):
-            return True
-    return False
-
-
-def _strip(name: str, suffix: str) -> str:
-    """An entry's name without its part's suffix: '03_multi_head.ipynb' -> '03_multi_head'."""
-    return name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else name
 
 
 @dataclass(frozen=True)
@@ -173,6 +129,11 @@ def numbers_on_disk(root: Path) -> dict[str, str]:
     return found
 
 
+# Module 00 is on disk but planned nowhere (it teaches no attention idea), so its title is its slug's words;
+# marked here so that the catalog holds its Chinese (`make list LANG=zh-CN` shows tr(title)).
+_TITLES_FROM_SLUGS = (phrase("Start here"),)
+
+
 def all_modules(root: Path) -> list[Module]:
     """Every planned module and every module on disk, in number order."""
     on_disk = numbers_on_disk(root)
@@ -188,7 +149,7 @@ def format_numbers(numbers: Iterable[str]) -> str:
     """'01, 02' for a few numbers, '03..08' for a run of three or more; 'none yet' for none."""
     values = sorted(int(n) for n in numbers)
     if not values:
-        return "none yet"
+        return tr("none yet")
     runs: list[list[int]] = []
     for value in values:
         if runs and value == runs[-1][-1] + 1:
@@ -207,9 +168,9 @@ def format_numbers(numbers: Iterable[str]) -> str:
 def _where_things_stand(root: Path) -> str:
     on_disk = numbers_on_disk(root)
     missing = [n for n in PLANNED_MODULES if n not in on_disk]
-    text = f"Modules on disk: {format_numbers(on_disk)}."
+    text = tr("Modules on disk: {numbers}.", numbers=format_numbers(on_disk))
     if missing:
-        text += f" Planned but not yet written: {format_numbers(missing)}."
+        text += " " + tr("Planned but not yet written: {numbers}.", numbers=format_numbers(missing))
     return text
 
 
@@ -247,8 +208,8 @@ def get_module(text: str, root: Path, target: str = "exp") -> Module:
         if module.number == number:
             return module
     raise CourseError(
-        f"Unknown module '{given}'. {_where_things_stand(root)} "
-        f"Use: make {target} M={_example_number(root, target)}"
+        tr("Unknown module '{given}'. {where} Use: {command}", given=given, where=_where_things_stand(root),
+           command=f"make {target} M={_example_number(root, target)}")
     )
 
 
@@ -261,9 +222,9 @@ def experiment_scripts(module: Module) -> list[Path]:
     scripts = module.experiments
     if not scripts:
         raise CourseError(
-            f"Module {module.number} ({module.slug}) has no experiment scripts yet "
-            f"(none in experiments/{module.name}/). "
-            f"Modules with experiment scripts: {_modules_with(module.root, 'exp')}."
+            tr("Module {number} ({slug}) has no experiment scripts yet (none in experiments/{name}/). "
+               "Modules with experiment scripts: {numbers}.", number=module.number, slug=module.slug,
+               name=module.name, numbers=_modules_with(module.root, "exp"))
         )
     return scripts
 
@@ -272,9 +233,9 @@ def notebook_path(module: Module) -> Path:
     """The module's notebook; CourseError if it has none yet."""
     if module.notebook is None:
         raise CourseError(
-            f"Module {module.number} ({module.slug}) has no notebook yet "
-            f"(no notebooks/{module.name}.ipynb). "
-            f"Modules with notebooks: {_modules_with(module.root, 'notebooks')}."
+            tr("Module {number} ({slug}) has no notebook yet (no notebooks/{name}.ipynb). "
+               "Modules with notebooks: {numbers}.", number=module.number, slug=module.slug,
+               name=module.name, numbers=_modules_with(module.root, "notebooks"))
         )
     return module.notebook
 
@@ -283,8 +244,8 @@ def quiz_path(module: Module) -> Path:
     """The module's quiz file; CourseError if it has none yet."""
     if module.quiz is None:
         raise CourseError(
-            f"Module {module.number} has no quiz yet (no quizzes/{module.name}.json). "
-            f"Modules with quizzes: {_modules_with(module.root, 'quiz')}."
+            tr("Module {number} has no quiz yet (no quizzes/{name}.json). Modules with quizzes: {numbers}.",
+               number=module.number, name=module.name, numbers=_modules_with(module.root, "quiz"))
         )
     return module.quiz
 
@@ -292,8 +253,8 @@ def quiz_path(module: Module) -> Path:
 # What each make target needs from the module it is given.
 _REQUIREMENTS = {"exp": experiment_scripts, "quiz": quiz_path, "notebooks": notebook_path,
                  "slides": notebook_path, "portability": notebook_path, "workspace": notebook_path}
-_PART_WORDS = {"exp": "experiment scripts", "quiz": "quizzes", "notebooks": "notebooks", "slides": "notebooks",
-               "portability": "notebooks", "workspace": "notebooks"}
+_PART_WORDS = {"exp": phrase("experiment scripts"), "quiz": phrase("quizzes"), "notebooks": phrase("notebooks"),
+               "slides": phrase("notebooks"), "portability": phrase("notebooks"), "workspace": phrase("notebooks")}
 _ALL_WHEN_EMPTY = ("notebooks", "portability", "workspace")  # targets where no number means every notebook
 
 
@@ -305,10 +266,10 @@ def check(target: str, text: str, root: Path) -> Module | None:
         if target in _ALL_WHEN_EMPTY:
             return None
         raise CourseError(
-            f"make {target} needs a module number, as in: make {target} "
-            f"M={_example_number(root, target)}. "
-            f"Modules with {_PART_WORDS[target]}: {_modules_with(root, target)}. "
-            f"Planned modules: {format_numbers(PLANNED_MODULES)}."
+            tr("make {target} needs a module number, as in: {command}. Modules with {parts}: {numbers}. "
+               "Planned modules: {planned}.", target=target, command=f"make {target} M={_example_number(root, target)}",
+               parts=tr(_PART_WORDS[target]), numbers=_modules_with(root, target),
+               planned=format_numbers(PLANNED_MODULES))
         )
     module = get_module(text, root, target)
     _REQUIREMENTS[target](module)

@@ -21,11 +21,12 @@ import os
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 from labkit.course.machines import ENVIRONMENTS
 from labkit.experiment import writable_folder
-from labkit.i18n import LANGUAGES, edition_folder, language, use_language
+from labkit.i18n import LANGUAGES, edition_folder, language, tr, use_language
 from labkit.i18n.catalog import CatalogError
 from labkit.quiz import ROUTES, QuizError, load_quiz, run_terminal_quiz
 from labkit.syllabus import CourseError, all_modules, check, find_course_root
@@ -33,11 +34,11 @@ from labkit.syllabus import CourseError, all_modules, check, find_course_root
 
 def _summary(results: list[tuple[str, bool, float]]) -> int:
     """One line per item, PASS or FAIL with its seconds; 1 if any failed."""
-    print("Summary:")
+    print(tr("Summary:"))
     for name, ok, seconds in results:
-        print(f"  {'PASS' if ok else 'FAIL'}  {name}  ({seconds:.1f} s)")
+        print(f"  {tr('PASS') if ok else tr('FAIL')}  {name}  ({seconds:.1f} s)")
     failed = sum(not ok for _, ok, _ in results)
-    print(f"{len(results) - failed} passed, {failed} failed.")
+    print(tr("{passed} passed, {failed} failed.", passed=len(results) - failed, failed=failed))
     return 1 if failed else 0
 
 
@@ -60,17 +61,23 @@ def _run_scripts(scripts: list[Path], root: Path) -> list[tuple[str, bool, float
     return results
 
 
+def _width(text: str) -> int:
+    """Columns `text` takes in a terminal: a Chinese character takes two, so the table stays aligned."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
 def cmd_list(args: argparse.Namespace, root: Path) -> int:
     """A table of the modules, planned and on disk, and which of their parts exist."""
-    rows = [("NN", "slug", "title", "guide", "notebook", "experiments", "quiz")]
+    yes = tr("yes")
+    rows = [("NN", "slug", tr("title"), tr("guide"), tr("notebook"), tr("experiments"), tr("quiz"))]
     for m in all_modules(root):
         scripts = len(m.experiments)
-        rows.append((m.number, m.slug, m.title, "yes" if m.guide else "-",
-                     "yes" if m.notebook else "-", str(scripts) if scripts else "-",
-                     "yes" if m.quiz else "-"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        rows.append((m.number, m.slug, tr(m.title), yes if m.guide else "-",  # titles: the glossary's catalog
+                     yes if m.notebook else "-", str(scripts) if scripts else "-",
+                     yes if m.quiz else "-"))
+    widths = [max(_width(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        print("  ".join(cell + " " * (width - _width(cell)) for cell, width in zip(row, widths)).rstrip())
     return 0
 
 
@@ -84,7 +91,7 @@ def cmd_experiments(args: argparse.Namespace, root: Path) -> int:
     """Run the experiment scripts of every module that has some."""
     scripts = [script for m in all_modules(root) for script in m.experiments]
     if not scripts:
-        print("No experiment scripts exist yet.")
+        print(tr("No experiment scripts exist yet."))
         return 0
     return _summary(_run_scripts(scripts, root))
 
@@ -127,7 +134,7 @@ def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
     else:
         paths = [m.notebook for m in all_modules(root) if m.notebook]
     if not paths:
-        print("No notebooks exist yet.")
+        print(tr("No notebooks exist yet."))
         return 0
     results = []
     for path in paths:
@@ -167,16 +174,17 @@ def _output_folder(root: Path, name: str, what: str) -> Path:
     try:
         return writable_folder(root / "outputs" / name)
     except ValueError as error:
-        raise CourseError(f"cannot write {what} into outputs/{name}/: {error}. Move what is in the way, "
-                          f"then run the command again.") from None
+        raise CourseError(tr("cannot write {what} into outputs/{name}/: {error}. Move what is in the way, "
+                             "then run the command again.", what=what, name=name, error=error)) from None
 
 
 def _in_edition(notebook: Path) -> Path:
     """The notebook of the edition asked for (--lang): the English one, or its Chinese twin."""
     twin = edition_folder(notebook.parent) / notebook.name
     if not twin.exists():
-        raise CourseError(f"{notebook.name} has no {language()} edition yet ({twin.parent.name}/{twin.name}): "
-                          f"make translations builds it from translations/{language()}/.")
+        raise CourseError(tr("{notebook} has no {lang} edition yet ({twin}): make translations builds it from "
+                             "translations/{lang}/.", notebook=notebook.name, lang=language(),
+                             twin=f"{twin.parent.name}/{twin.name}"))
     return twin
 
 
@@ -196,34 +204,38 @@ def cmd_workspace(args: argparse.Namespace, root: Path) -> int:
     folder = edition_folder(root / "notebooks")
     notebooks = [_in_edition(module.notebook)] if module is not None else sorted(folder.glob("*.ipynb"))
     if not notebooks:
-        print("No notebooks exist yet.")
+        print(tr("No notebooks exist yet."))
         return 0
     workspace = edition_folder(root / WORKSPACE).relative_to(root).as_posix()
     try:
         out_dir = writable_folder(root / workspace)
     except ValueError as error:
-        raise CourseError(f"cannot make your copies in {workspace}/: {error}. Move what is in the way, "
-                          f"then run the command again.") from None
+        raise CourseError(tr("cannot make your copies in {workspace}/: {error}. Move what is in the way, "
+                             "then run the command again.", workspace=workspace, error=error)) from None
     try:
         copies = make_workspace(notebooks, out_dir, replace=notebooks if args.force else [], course=root)
     except StudentCopyError as error:
         raise CourseError(str(error)) from None
     switch = "" if language() == "en" else f" LANG={language()}"  # the commands as this edition types them
-    print(f"Your copies of the notebooks, in {workspace}/ (the solved ones, the answer book: "
-          f"{OPEN_ANSWERS}{switch}):")
+    print(tr("Your copies of the notebooks, in {workspace}/ (the solved ones, the answer book: {command}):",
+             workspace=workspace, command=f"{OPEN_ANSWERS}{switch}"))
     for copy in copies:
         number = copy.path.name[:2]
-        note = {"made": "made (new)",
-                "replaced": "REPLACED by a fresh copy (FORCE=1); your old copy is saved as "
-                            f"{copy.backup.relative_to(root).as_posix() if copy.backup else ''}",
-                "kept": "kept",
-                "kept, differs": f"kept: it differs from a fresh copy (your work, or an older answer book); "
-                                 f"to replace it: {REMAKE_ONE.format(number=number)}{switch}"}[copy.status]
+        if copy.status == "made":
+            note = tr("made (new)")
+        elif copy.status == "replaced":
+            note = tr("REPLACED by a fresh copy (FORCE=1); your old copy is saved as {backup}",
+                      backup=copy.backup.relative_to(root).as_posix() if copy.backup else "")
+        elif copy.status == "kept":
+            note = tr("kept")
+        else:  # "kept, differs"
+            note = tr("kept: it differs from a fresh copy (your work, or an older answer book); to replace it: "
+                      "{command}", command=f"{REMAKE_ONE.format(number=number)}{switch}")
         print(f"  {copy.path.relative_to(root).as_posix()}: {note}")
     counts = {status: sum(c.status == status for c in copies) for status in ("made", "replaced")}
     kept = len(copies) - counts["made"] - counts["replaced"]
-    print(f"Made {counts['made']}, replaced {counts['replaced']}, kept {kept}. "
-          f"({OPEN_COPIES}{switch} opens them in JupyterLab.)")
+    print(tr("Made {made}, replaced {replaced}, kept {kept}. ({command} opens them in JupyterLab.)",
+             made=counts["made"], replaced=counts["replaced"], kept=kept, command=f"{OPEN_COPIES}{switch}"))
     return 0
 
 
@@ -233,16 +245,16 @@ def cmd_slides(args: argparse.Namespace, root: Path) -> int:
 
     module = check("slides", args.module, root)
     notebook = _in_edition(module.notebook)
-    out_dir = _output_folder(root, edition_folder(Path("slides")).as_posix(), "the slides")
+    out_dir = _output_folder(root, edition_folder(Path("slides")).as_posix(), tr("the slides"))
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         deck = write_slides(notebook, out_dir, root, solutions=not args.no_solutions)
     except SlidesError as error:
         print(error, file=sys.stderr)
         return 1
-    print(f"Wrote {deck.relative_to(root).as_posix()}: open it in a browser (no network needed).")
-    print("Right arrow: next section; down arrow: next slide; space: everything in order, answers and "
-          "solutions included; s: speaker view, with the notes.")
+    print(tr("Wrote {deck}: open it in a browser (no network needed).", deck=deck.relative_to(root).as_posix()))
+    print(tr("Right arrow: next section; down arrow: next slide; space: everything in order, answers and "
+             "solutions included; s: speaker view, with the notes."))
     return 0
 
 
@@ -296,9 +308,9 @@ def _parser() -> argparse.ArgumentParser:
 def _force(text: str) -> str:
     """An argparse type: FORCE=1 (--force, --force=1) is the one value that replaces copies."""
     if text.strip() != "1":
-        raise argparse.ArgumentTypeError(
-            f"FORCE={text!r} is not a choice: only FORCE=1 replaces your copies (each old copy is saved beside "
-            f"it first); leave FORCE out to keep them")
+        raise argparse.ArgumentTypeError(tr(
+            "FORCE={given} is not a choice: only FORCE=1 replaces your copies (each old copy is saved beside "
+            "it first); leave FORCE out to keep them", given=repr(text)))
     return "1"
 
 
@@ -318,9 +330,12 @@ def _count(low: int, high: int):
 def main(argv: list[str] | None = None) -> int:
     """Parse the command, run it from the course root; a CourseError, or a translation catalog that
     cannot be used (the Chinese quiz's), becomes one message and exit 2."""
+    early = argparse.ArgumentParser(add_help=False)  # the language first, so argparse's checks speak it too
+    early.add_argument("--lang", choices=LANGUAGES, default=None)
+    chosen = early.parse_known_args(argv)[0].lang
+    if chosen:
+        use_language(chosen)
     args = _parser().parse_args(argv)
-    if args.lang:
-        use_language(args.lang)
     try:
         return args.run(args, find_course_root())
     except (CourseError, CatalogError) as error:

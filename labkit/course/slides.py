@@ -30,6 +30,7 @@ from pathlib import Path
 import nbformat
 
 from labkit.course.slide_deck import deck_notebook
+from labkit.i18n import tr
 
 ASSETS = "assets"
 # What each wheel vendors (a folder, or one file), and where it goes under outputs/slides/assets/.
@@ -104,7 +105,8 @@ def ensure_assets(out_dir: Path, root: Path) -> Path:
         wheels = _find_wheels(wheels_dir)
     for name, (prefix, target) in _WHEEL_FILES.items():
         if name not in wheels:
-            raise SlidesError(f"no {name} wheel in {wheels_dir} after downloading requirements-slides.txt")
+            raise SlidesError(tr("no {name} wheel in {folder} after downloading requirements-slides.txt",
+                                 name=name, folder=wheels_dir))
         _unpack(wheels[name], prefix, assets / target)
     return assets
 
@@ -123,9 +125,9 @@ def _download_wheels(requirements: Path, folder: Path) -> None:
                "--quiet", "--dest", str(folder), "-r", str(requirements)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise SlidesError("make slides needs reveal.js and MathJax once, from PyPI "
-                          f"({requirements.name}), and could not download them:\n{result.stderr.strip()}\n"
-                          "Run it once with a network connection; after that it works offline.")
+        raise SlidesError(tr("make slides needs reveal.js and MathJax once, from PyPI ({file}), and could not "
+                             "download them:\n{pip}\nRun it once with a network connection; after that it works "
+                             "offline.", file=requirements.name, pip=result.stderr.strip()))
 
 
 def _unpack(wheel: Path, prefix: str, target: Path) -> None:

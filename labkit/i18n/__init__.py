@@ -101,7 +101,7 @@ def tr(text: str, /, **fields: object) -> str:
 @cache
 def _translations() -> dict[str, str]:
     """Every finished block of every catalog of the course that holds this labkit."""
-    from labkit.syllabus import CourseError, find_course_root
+    from labkit.course_root import CourseError, find_course_root
 
     try:
         root = find_course_root()

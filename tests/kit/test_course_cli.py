@@ -257,8 +257,9 @@ def _fake_course_with_makefile(course: Path) -> Path:
     """The fake course plus the real Makefile and syllabus, and no .venv: make must answer alone."""
     shutil.copy(REPO / "Makefile", course / "Makefile")
     (course / "labkit").mkdir(parents=True)
-    for part in ("__init__.py", "syllabus.py"):
+    for part in ("__init__.py", "syllabus.py", "course_root.py"):
         shutil.copy(REPO / "labkit" / part, course / "labkit" / part)
+    shutil.copytree(REPO / "labkit" / "i18n", course / "labkit" / "i18n")  # the syllabus's messages
     return course
 
 
