@@ -1,7 +1,8 @@
 """The English texts ("units") that each catalog translates, read from the English sources.
 
 - a notebook: every Markdown cell, and every text its code shows the learner: the `description=` of
-  a widget;
+  a widget, and every template of what a cell prints and draws (labkit/i18n/templates.py), which the
+  kernel translates as the cell runs in Chinese (labkit/i18n/output.py);
 - a module's check texts (modules/NN_slug/checks.json): each check's name in words, explanation,
   hint and hints per kind of mistake;
 - a module's predictions (modules/NN_slug/predictions.json): every text of every prediction
@@ -70,6 +71,7 @@ def notebook_units(path: Path) -> list[Unit]:
             units.append(Unit(cell.source, f"cell {index}"))
         elif cell.cell_type == "code":
             units += [Unit(text, f"cell {index}: {what}") for what, text in code_texts(cell.source)]
+            units += [Unit(text, f"cell {index}: {OUTPUT} ({what})") for _, what, text in source_templates(cell.source)]
     return units
 
 
