@@ -122,11 +122,12 @@ grade: ## grade your attention layer stage by stage: make grade FILE=path/to/my_
 	@$(MAKE) --no-print-directory setup
 	@$(PY) -m labkit.grader --lang $(EDITION) "$(FILE)" $(ARGS)
 
-notebooks: ## re-execute notebooks in place to refresh stored outputs (all, or M=03)
+notebooks: ## re-execute notebooks in place to refresh stored outputs, in English and in Chinese (all, or M=03)
 	@$(CHECK) notebooks $(if $(M),"$(M)")
 	@$(MAKE) --no-print-directory setup
+	@# Each English notebook, then its Chinese twin, built and run in Chinese (its outputs are Chinese).
 	@$(CLI) notebooks $(if $(M),"$(M)")
-	@# The Chinese notebooks share the English outputs: rebuild them (it says which lack a translation).
+	@# The rest of the edition (the glossary page; it says which notebooks lack a translation).
 	-@$(PY) -m labkit.course.translation build $(if $(M),"$(M)",all)
 
 # The Chinese edition (CONTRIBUTING.md, "The Chinese edition"): notebooks/zh-CN/ and docs/glossary.zh-CN.md,

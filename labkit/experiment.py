@@ -122,7 +122,9 @@ class Experiment:
         experiment = cls(script, args)
         _speak(args.lang, script)
         if doc:
-            print(f"{experiment.module}/{experiment.name}: {_shown(_first_sentence(doc))}")
+            claim = _first_sentence(doc)
+            _learn(claim)
+            print(f"{experiment.module}/{experiment.name}: {_shown(claim)}")
             print()
         return experiment
 
@@ -406,6 +408,16 @@ def _shown(text: str) -> str:
 
     translator = active()
     return translator.text(text) if translator is not None else text
+
+
+def _learn(text: str) -> None:
+    """In Chinese, teach the translator a text of the script's own catalog that is no template of
+    its source (the claim, its docstring's first sentence)."""
+    from labkit.i18n.output import active
+
+    translator = active()
+    if translator is not None:
+        translator.add(text)
 
 
 def _speak(flag: str | None, script: Path) -> None:

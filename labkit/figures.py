@@ -13,7 +13,12 @@ applies it to every figure it saves, so a script's plot reads right without aski
 
 Each figure a notebook draws inline carries, in its output's metadata, the size of the smallest
 text on it in the PNG's own pixels (`"image/png": {"text_px": 13.9}`, `record_text_sizes`), so
-that the slides can show it large enough to read (labkit/course/slide_deck.py).
+that the slides can show it large enough to read (labkit/course/slide_deck.py), and the texts it
+shows (`"texts"`), which the tests read instead of pixels.
+
+In a Chinese notebook (its kernel runs in notebooks/zh-CN/ or workspace/zh-CN/), the same first call
+makes the kernel speak Chinese (labkit/i18n/output.py, `translate_cells`): each line a cell prints is
+matched against the templates of that cell's source, and each figure is translated before it is drawn.
 
 `figure_tr` and `use_chinese_font` put the Chinese edition's words on a figure only where they can
 be drawn: matplotlib's own fonts have no Chinese characters. The course pins one that has them,
@@ -111,6 +116,9 @@ def show_figures_inline() -> bool:
     shell = get_ipython()
     if shell is None or getattr(shell, "kernel", None) is None:  # not a Jupyter kernel
         return False
+    if language() == "zh-CN":  # what the cells print, in Chinese (labkit/i18n/output.py)
+        from .i18n.output import translate_cells
+        translate_cells(shell)
     import matplotlib
     from matplotlib.backends import BackendFilter, backend_registry
 
@@ -124,11 +132,16 @@ def show_figures_inline() -> bool:
 
 
 TEXT_PX = "text_px"  # the key, in an output's "image/png" metadata, of its smallest text in image pixels
+TEXTS = "texts"  # the key of what the picture says: labkit.i18n.output.figure_texts, as drawn
 
 
 def record_text_sizes(shell) -> None:
     """Make the kernel's PNG picture of a Figure carry the size of its smallest text, in the PNG's
-    own pixels, as `metadata["image/png"]["text_px"]`. A slide shows the image at some scale; the
+    own pixels, as `metadata["image/png"]["text_px"]`, and every text it shows, as
+    `metadata["image/png"]["texts"]` (figure_texts: each text and its size, tick labels marked), so
+    that a test reads a figure's labels without looking at its pixels. In Chinese (a translator is
+    active: labkit/i18n/output.py), the figure is translated first, so both are the Chinese
+    picture's. A slide shows the image at some scale; the
     text the audience reads is this size times that scale, which the slides need (to draw a
     figure large enough) and the browser test measures. The size is what matplotlib drew, not what
     the code asked for: every visible text of the picture (tick labels, legends, annotations),
@@ -143,14 +156,18 @@ def record_text_sizes(shell) -> None:
     if getattr(draw, "records_text", False):
         return
 
+    from .i18n.output import figure_texts, translate_figure
+
     @wraps(draw)
     def picture_with_text_sizes(figure):
+        translate_figure(figure)  # in Chinese (a translator is active): its texts, before it is drawn
         with _text_sizes_drawn() as sizes:
             drawn = draw(figure)
         data, metadata = drawn if isinstance(drawn, tuple) else (drawn, None)
         if data is None:
             return drawn
-        return data, {**(metadata or {}), TEXT_PX: round(min(sizes), 1) if sizes else None}
+        return data, {**(metadata or {}), TEXT_PX: round(min(sizes), 1) if sizes else None,
+                      TEXTS: figure_texts(figure, figure.dpi)}
 
     picture_with_text_sizes.records_text = True
     formatter.for_type(Figure, picture_with_text_sizes)

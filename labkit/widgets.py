@@ -20,7 +20,8 @@ written straight into the widget's state: every front end sees one output, the w
 widget shows the function's output from the start.
 
 A control's label (its `description`, else its keyword's name) is shown through `tr`, so a Chinese
-notebook's catalog can translate it; what the function draws is the notebook's own.
+notebook's catalog can translate it; what the function prints and draws is translated as a cell's
+output is (labkit/i18n/output.py): the templates come from the cell that defined the function.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from IPython.utils.capture import capture_output
 
 from .figures import show_figures_inline
 from .i18n import tr
+from .i18n.output import active
 
 __all__ = ["Interactive", "interact", "show_in"]
 
@@ -50,7 +52,10 @@ def _captured_outputs(function: Callable[[], Any]) -> list[dict]:
         function()
     outputs = [{"output_type": "display_data", "data": item.data, "metadata": item.metadata or {}}
                for item in captured.outputs]
+    translator = active()  # in Chinese: printed lines leave translated, as a cell's do (labkit/i18n/output.py)
     for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
+        if name == "stdout" and translator is not None:
+            text = translator.text(text)
         if text:
             outputs.append({"output_type": "stream", "name": name, "text": text})
     return outputs

@@ -13,11 +13,20 @@ and those of a live run (a learner copy executed headless), never from what the 
 
 Used by tests/kit/test_rendered_outputs.py (stored outputs, both editions) and by the learner-copy
 run in tests/kit/test_student_copies.py (live outputs).
+
+In the Chinese edition, `english_problems` reads the same outputs for English a Chinese learner
+would meet: a printed line with English prose, a figure whose own texts (titles, labels, legends,
+annotations: what `metadata["image/png"]["texts"]` records, labkit/figures.py) hold an English word
+(labkit/i18n/prose.py says what counts; tick labels are data, such as a sentence's tokens). The
+course map is left out: labkit draws it in the learner's language (figure_tr), with code names
+(`scores [B,8,T,S]`, `weights @ v`) as its labels.
 """
 
 from __future__ import annotations
 
 import re
+
+from labkit.i18n.prose import english_prose, english_words
 
 WALL_LINES = 16    # the longest tensor print the notebooks teach with is 15 lines (03, split heads)
 WALL_NUMBERS = 120  # the largest table is 94 numbers (07, FLOPs per token against the context)
@@ -75,4 +84,34 @@ def seen_problems(notebook, name: str) -> list[str]:
     mapped = [i for i, cell in code if "show_map(" in cell.source]
     if mapped and drawn and drawn[0] < mapped[0]:
         problems.append(f"{name}, cell {drawn[0]}: draws before the map (cell {mapped[0]}), which comes first")
+    return problems
+
+
+def _shown_text(output: dict) -> str:
+    data = output.get("data", {})
+    if output.get("output_type") == "stream":
+        return _text(output.get("text")) if output.get("name") == "stdout" else ""
+    return "" if "image/png" in data else _text(data.get("text/plain"))
+
+
+def english_problems(notebook, name: str) -> list[str]:
+    """Every English text a Chinese learner meets in `notebook`'s outputs (module docstring), one line each."""
+    problems = []
+    outputs = [(f"{name}, cell {i}", output, "show_map(" in cell.source) for i, cell in enumerate(notebook.cells)
+               if cell.cell_type == "code" for output in cell.get("outputs", [])]
+    outputs += [(f"{name}, a widget's output", output, False) for output in _widget_outputs(notebook)]
+    for where, output, course_map in outputs:
+        for line in _shown_text(output).splitlines():
+            if english_prose(line):
+                problems.append(f"{where}: prints English: {line.strip()!r}")
+        png = output.get("data", {}).get("image/png")
+        if png is None or course_map:
+            continue
+        texts = output.get("metadata", {}).get("image/png", {}).get("texts")
+        if texts is None:
+            problems.append(f"{where}: a figure without its texts recorded (show_figures_inline() draws them)")
+            continue
+        english = [entry["text"] for entry in texts if not entry.get("tick") and english_words(entry["text"])]
+        if english:
+            problems.append(f"{where}: a figure says, in English: {english}")
     return problems

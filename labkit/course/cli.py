@@ -4,7 +4,7 @@
     python -m labkit.course exp 03           run module 03's experiment scripts
     python -m labkit.course experiments      run every module's experiment scripts
     python -m labkit.course quiz 03 [--route express]  take module 03's quiz in the terminal
-    python -m labkit.course notebooks [03]   re-execute notebooks, storing fresh outputs
+    python -m labkit.course notebooks [03]   re-execute notebooks (each in English, then in Chinese)
     python -m labkit.course workspace [03] [--force]  your copies (workspace/): made where missing
     python -m labkit.course slides 03 [--no-solutions]  module 03's notebook as offline slides
     python -m labkit.course portability [03] notebooks run as other machines would: what changes
@@ -110,24 +110,57 @@ def cmd_quiz(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def _execute_notebook(path: Path) -> None:
-    """Run a notebook top to bottom in a fresh kernel, started in notebooks/, and store the outputs.
+def _execute_notebook(path: Path, lang: str = "en", text: str | None = None) -> None:
+    """Run a notebook top to bottom in a fresh kernel, started in its folder (notebooks/, or
+    notebooks/zh-CN/, whose kernel speaks Chinese), and store the outputs. `text`: the notebook to
+    run when it is not the file yet (a Chinese notebook just built from the English).
 
     The file is written only when every cell ran, so a failure leaves the stored outputs as they were.
     """
     import nbformat
 
     from labkit.course.notebook_runner import execute_notebook
+    from labkit.i18n import ENV
 
-    notebook = nbformat.read(path, as_version=4)
+    notebook = nbformat.read(path, as_version=4) if text is None else nbformat.reads(text, as_version=4)
     for cell in notebook.cells:  # timestamps of earlier runs: noise in every diff
         cell.metadata.pop("execution", None)
-    execute_notebook(notebook, path.parent)
-    nbformat.write(notebook, path)
+    execute_notebook(notebook, path.parent, env={**os.environ, ENV: lang})
+    path.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")  # as `translation build` writes
+
+
+def _timed(name: str, run) -> tuple[str, bool, float]:
+    print(f"=== {name}", flush=True)
+    start = time.perf_counter()
+    try:
+        run()
+        ok = True
+    except Exception as error:  # a failing cell, a dead kernel or a timeout: report, go on
+        print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        ok = False
+    return name, ok, time.perf_counter() - start
+
+
+def _chinese_run(root: Path, english: Path) -> tuple[str, bool, float] | None:
+    """Build the Chinese notebook of `english` and run it in Chinese, so that it stores what a Chinese
+    learner sees (CONTRIBUTING.md, "The Chinese edition"); None, saying why, while its catalog has a
+    text left to translate."""
+    from labkit.course.translation.edition import LANG, NotTranslated, build_notebook, zh_notebook
+
+    path = zh_notebook(root, english.stem)
+    try:
+        text = build_notebook(root, english.stem)
+    except NotTranslated:
+        print(tr("{name}: not run in Chinese while its catalog has a text to translate (make translations M={number} "
+                 "names each)", name=path.relative_to(root).as_posix(), number=english.stem[:2]), file=sys.stderr)
+        return None
+    path.parent.mkdir(exist_ok=True)
+    return _timed(path.relative_to(root).as_posix(), lambda: _execute_notebook(path, LANG, text))
 
 
 def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
-    """Re-execute one module's notebook, or all of them, in place."""
+    """Re-execute one module's notebook, or all of them, in place: the English notebook, then its
+    Chinese twin (built from it and run in Chinese)."""
     module = check("notebooks", args.module, root)
     if module is not None:
         paths = [module.notebook]
@@ -138,16 +171,10 @@ def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
         return 0
     results = []
     for path in paths:
-        name = path.relative_to(root).as_posix()
-        print(f"=== {name}", flush=True)
-        start = time.perf_counter()
-        try:
-            _execute_notebook(path)
-            ok = True
-        except Exception as error:  # a failing cell, a dead kernel or a timeout: report, go on
-            print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
-            ok = False
-        results.append((name, ok, time.perf_counter() - start))
+        results.append(_timed(path.relative_to(root).as_posix(), lambda: _execute_notebook(path)))
+        chinese = _chinese_run(root, path) if results[-1][1] else None
+        if chinese is not None:
+            results.append(chinese)
     return _summary(results)
 
 

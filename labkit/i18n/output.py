@@ -31,6 +31,7 @@ import json
 import struct
 import sys
 import zlib
+from functools import cache
 from pathlib import Path
 
 from labkit.i18n.catalog import key_of
@@ -38,7 +39,7 @@ from labkit.i18n.prose import english_words
 from labkit.i18n.templates import Template, fill, source_templates
 
 __all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "install", "png_texts",
-           "record_png", "translate_figure", "uninstall"]
+           "record_png", "translate_cells", "translate_figure", "uninstall"]
 
 DEPTH = 3  # a value translated inside a value inside a line, and no deeper
 PNG_KEY = "labkit:texts"
@@ -53,13 +54,33 @@ _active: OutputTranslator | None = None
 COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}"}
 
 
+@cache
+def _labkit_texts() -> dict[str, str]:
+    """The finished blocks of labkit's own catalog (translations/zh-CN/labkit.md)."""
+    from labkit.course_root import CourseError, find_course_root
+    from labkit.i18n import TRANSLATIONS
+    from labkit.i18n.catalog import read_catalog
+
+    try:
+        root = find_course_root()
+    except CourseError:
+        root = Path(__file__).resolve().parents[2]
+    return read_catalog(root / TRANSLATIONS / "labkit.md").translations()
+
+
 class OutputTranslator:
     """English templates with a Chinese translation, and the text they translate."""
 
     def __init__(self, table: dict[str, str] | None = None):
+        """`table`: the Chinese of each English text by its key (default: every catalog's). A value
+        inside a line is translated only when it is a text of the program's own (its templates) or
+        of labkit's (`phrase`: translations/zh-CN/labkit.md): every catalog's would also match a
+        word that another notebook or script translates for its own sentence (a prediction's unit
+        "weights" is 个权重)."""
+        self.phrases = table
         if table is None:
             from labkit.i18n import _translations
-            table = _translations()
+            table, self.phrases = _translations(), _labkit_texts()
         self.table = table
         self.templates: dict[str, tuple[Template, str]] = {}  # English -> (template, Chinese)
         self.exact: dict[str, str] = {}  # English text without values -> Chinese
@@ -79,10 +100,10 @@ class OutputTranslator:
             self.exact[template.literals[0] if template.literals else ""] = fill(chinese, {})
 
     def known(self, text: str) -> str | None:
-        """The Chinese of a whole text without values: the templates', then any catalog's."""
+        """The Chinese of a whole text without values: the templates', then labkit's."""
         if text in self.exact:
             return self.exact[text]
-        found = self.table.get(key_of(text))
+        found = self.phrases.get(key_of(text))
         return None if found is None or "{" in found else found
 
     def add_source(self, source: str) -> None:
@@ -96,9 +117,11 @@ class OutputTranslator:
         return self._ordered
 
     def line(self, text: str, depth: int = 0) -> str:
-        """One line (no newline) in Chinese, or as written when no template matches it."""
+        """One line (no newline) in Chinese, or as written when no template matches it. A text
+        without an English word (numbers, code, a shape, a lone letter such as the `x` of `x @ W.T`)
+        is always as written: another catalog may translate the same letters as a word of its own."""
         core = text.strip(" ")
-        if not core or depth > DEPTH:
+        if not core or depth > DEPTH or not english_words(core):
             return text
         lead, trail = text[:len(text) - len(text.lstrip(" "))], text[len(text.rstrip(" ")):]
         exact = self.known(core)
@@ -114,7 +137,7 @@ class OutputTranslator:
         return text
 
     def _composed(self, values: dict[str, str]) -> bool:
-        known = [self.known(value) is not None for value in values.values()]
+        known = [bool(english_words(value)) and self.known(value) is not None for value in values.values()]
         return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
 
     def text(self, text: str) -> str:
@@ -182,6 +205,40 @@ def uninstall() -> None:
         sys.stdout.flush()
         sys.stdout = sys.stdout.stream
     _active = None
+
+
+# ------------------------------------------------------------------------------------------ a notebook's kernel
+
+def translate_cells(shell) -> OutputTranslator:
+    """In a Jupyter kernel (`shell`, IPython's), translate what every cell prints from now on: install
+    the translator on the kernel's standard output (ipykernel's OutStream, wrapped), learn each
+    cell's templates from its own source just before it runs (so a learner's own print matches
+    nothing and is shown as written), and write out a partial line (print(..., end="")) when the
+    cell ends. Figures are translated as the kernel draws them (labkit.figures.record_text_sizes).
+    Called from show_figures_inline(), which every notebook runs first; calling it again (a second
+    show_figures_inline, a widget's redraw) changes nothing."""
+    translator = install()
+    events = shell.events
+    if _learn_cell not in events.callbacks["pre_run_cell"]:
+        events.register("pre_run_cell", _learn_cell)
+        events.register("post_run_cell", _end_of_cell)
+        history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+        if history:  # the cell running now, whose pre_run_cell has passed: its prints come next
+            translator.add_source(history[-1])
+    return translator
+
+
+def _learn_cell(info) -> None:
+    """pre_run_cell: the cell's templates, and the wrapper back on stdout if something (a
+    capture_output left open, a library) replaced it."""
+    if _active is not None:
+        install(info.raw_cell or "")
+
+
+def _end_of_cell(result) -> None:
+    """post_run_cell: a line printed without its newline is shown now, below its own cell."""
+    if isinstance(sys.stdout, TranslatingStream):
+        sys.stdout.flush()
 
 
 # ------------------------------------------------------------------------------------------ figures

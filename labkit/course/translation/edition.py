@@ -2,8 +2,10 @@
 
 - notebooks/zh-CN/NN_slug.ipynb: built, never edited. The English notebook with each Markdown cell
   replaced by its translation (translations/zh-CN/notebooks/NN_slug.md) and its links sent to the
-  Chinese twins. Code cells, outputs and metadata are the English notebook's own, which is why nbval
-  need not run these notebooks again (conftest.py leaves them out).
+  Chinese twins. Code cells and metadata are the English notebook's own; the outputs are the
+  notebook's own, run in Chinese (`make notebooks`), and a test binds them to the English outputs
+  that nbval checks, so nbval need not run these notebooks again (conftest.py leaves them out;
+  tests/course/test_chinese_outputs.py).
 - modules/NN_slug/README.zh-CN.md, README.zh-CN.md, docs/cheatsheet.zh-CN.md: translated by hand,
   line 1 naming the git blob of the English version they translate (`stamp`).
 - the quizzes, the checks' texts (modules/NN_slug/checks.json), the predictions
@@ -170,7 +172,11 @@ class NotTranslated(Exception):
 
 
 def build_notebook(root: Path, stem: str) -> str:
-    """The Chinese notebook's text, as `make translations` writes it."""
+    """The Chinese notebook's text, as `make translations` writes it: the English notebook, each
+    Markdown cell translated. Its outputs are Chinese ones, made by running it in Chinese (`make
+    notebooks` does: `_chinese_run` in labkit/course/cli.py), never the English outputs: a code cell
+    keeps the outputs that the Chinese notebook on disk holds for it (the same id, the same source),
+    and has none while its code is new or changed; the widgets' saved state is the Chinese file's."""
     english = root / "notebooks" / f"{stem}.ipynb"
     catalog = read_catalog(root / CATALOGS / "notebooks" / f"{stem}.md")
     problems = catalog.problems(notebook_units(english))
@@ -178,11 +184,32 @@ def build_notebook(root: Path, stem: str) -> str:
         raise NotTranslated("\n".join(problems))
     done = catalog.translations()
     notebook = nbformat.read(english, as_version=4)
+    ran, widgets = _chinese_outputs(zh_notebook(root, stem))
     for cell in notebook.cells:
         if cell.cell_type == "markdown" and cell.source.strip():
             cell.source = _relink(root, done[Unit(cell.source, "").key])
+        elif cell.cell_type == "code":
+            kept = ran.get(cell.get("id"))
+            if kept is not None and kept.source == cell.source:
+                cell.outputs, cell.execution_count = kept.outputs, kept.execution_count
+            else:
+                cell.outputs, cell.execution_count = [], None
+    notebook.metadata.pop("widgets", None)
+    if widgets is not None:
+        notebook.metadata["widgets"] = widgets
     notebook.metadata["attention_lab"] = {"edition": LANG, "built_from": f"../{english.name}"}
     return nbformat.writes(notebook) + "\n"
+
+
+def _chinese_outputs(path: Path) -> tuple[dict, dict | None]:
+    """The code cells of the Chinese notebook at `path` by id, and its widgets' saved state; nothing
+    when there is no such notebook or it cannot be read (it is about to be written again)."""
+    try:
+        notebook = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):
+        return {}, None
+    return ({cell.get("id"): cell for cell in notebook.cells if cell.cell_type == "code"},
+            notebook.metadata.get("widgets"))
 
 
 def write_glossary(root: Path) -> Path:
