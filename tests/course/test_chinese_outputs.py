@@ -183,3 +183,17 @@ def test_the_build_keeps_chinese_outputs_only_for_code_that_did_not_change(tmp_p
     assert built.cells[1].outputs[0]["text"] == "一\n", "unchanged code keeps its Chinese outputs"
     assert built.cells[2].source == "y = 3\ny" and built.cells[2].outputs == [], "changed code has none yet"
     assert built.metadata["widgets"] == {"chinese": True}
+
+
+def test_make_notebooks_runs_no_chinese_notebook_whose_catalog_is_unfinished(tmp_path, capsys):
+    """`make notebooks` builds and runs the Chinese twin after the English notebook, unless a text of
+    its catalog is left to translate: then it says so and leaves the Chinese notebook as it was."""
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    from labkit.course import cli
+
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(new_notebook(cells=[new_markdown_cell("Hello", id="m")]), tmp_path / "notebooks" / "99_x.ipynb")
+    assert cli._chinese_run(tmp_path, tmp_path / "notebooks" / "99_x.ipynb") is None
+    assert "notebooks/zh-CN/99_x.ipynb" in capsys.readouterr().err
+    assert not (tmp_path / "notebooks" / "zh-CN").exists()
