@@ -107,10 +107,15 @@ def item_problems(english: tuple, chinese: tuple, tr: OutputTranslator) -> list[
     return [problem for en, zh in zip(en_lines, zh_lines) if (problem := line_problem(en, zh, tr))]
 
 
-def sequence_problems(english: list[tuple], chinese: list[tuple], tr: OutputTranslator, where: str) -> list[str]:
-    if len(english) != len(chinese):
+def sequence_problems(english: list[tuple], chinese: list[tuple], tr: OutputTranslator, where: str,
+                      ignored: bool = False) -> list[str]:
+    """`ignored`: a cell whose output nbval ignores (timings, versions: CONTRIBUTING.md, "Stored outputs
+    that hold on every machine"), whose values differ from run to run: the same kinds of output."""
+    if len(english) != len(chinese) or ignored and [e[:2] for e in english] != [c[:2] for c in chinese]:
         return [f"{where}: {len(english)} outputs in English, {len(chinese)} in Chinese "
-                f"({[e[0] for e in english]} against {[c[0] for c in chinese]})"]
+                f"({[e[:2] for e in english]} against {[c[:2] for c in chinese]})"]
+    if ignored:  # its lines are read for English with the rest (english_problems), where the catalog is finished
+        return []
     return [f"{where}: {problem}" for en, zh in zip(english, chinese) for problem in item_problems(en, zh, tr)]
 
 
@@ -122,8 +127,10 @@ def differences(english, chinese, name: str) -> list[str]:
         if en.cell_type == "code":
             tr.add_source(en.source)  # as the kernel learns each cell before it runs
             course_map = "show_map(" in en.source
+            ignored = "NBVAL_IGNORE_OUTPUT" in en.source or "nbval-ignore-output" in en.metadata.get("tags", [])
             problems += sequence_problems(shown(en.get("outputs", []), course_map),
-                                          shown(zh.get("outputs", []), course_map), tr, f"{name}, cell {index}")
+                                          shown(zh.get("outputs", []), course_map), tr, f"{name}, cell {index}",
+                                          ignored)
     problems += sequence_problems(shown(_widget_outputs(english)), shown(_widget_outputs(chinese)), tr,
                                   f"{name}, the widgets' saved outputs")
     return problems
