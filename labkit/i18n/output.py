@@ -114,7 +114,9 @@ class OutputTranslator:
         return text
 
     def _composed(self, values: dict[str, str]) -> bool:
-        known = [self.known(value) is not None for value in values.values()]
+        # a known value is a known English text: a number or a letter that some catalog happens to
+        # hold ("6", a quiz's choice; "x", a unit) does not make "(2, 6, 4, 8)" a grid title
+        known = [self.known(value) is not None and bool(english_words(value)) for value in values.values()]
         return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
 
     def text(self, text: str) -> str:

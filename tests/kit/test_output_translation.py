@@ -113,6 +113,9 @@ def test_a_grid_title_is_translated_but_a_line_of_values_is_left_alone():
     assert tr.line("layer 0, head 1") == "层 0，头 1"
     assert tr.line("[(1, 0), (1, 1), (1, 3)]") == "[(1, 0), (1, 1), (1, 3)]"
     assert tr.line("(0, 1)") == "(0, 1)"
+    numbers = translator({"6": "6", "x": "倍", "layer": "层", "head": "头"})
+    assert numbers.line("(2, 6, 4, 8)") == "(2, 6, 4, 8)", "a number some catalog holds is no word"
+    assert numbers.line("x = q_proj(...)  [B, T, H*D]") == "x = q_proj(...)  [B, T, H*D]"
     assert translator({"causal mask": "因果掩码"}).line("causal mask: P x") == "因果掩码：P x"
     assert tr.line("my note: layer 2") == "my note: layer 2", "an unknown text is never half-translated"
 
