@@ -33,7 +33,7 @@ import sys
 import zlib
 from pathlib import Path
 
-from labkit.i18n.catalog import key_of
+from labkit.i18n.catalog import key_of, read_catalog
 from labkit.i18n.prose import english_words
 from labkit.i18n.templates import Template, fill, source_templates
 
@@ -171,10 +171,24 @@ def install(source: str | Path | None = None) -> OutputTranslator:
         _active = OutputTranslator()
     if source is not None:
         text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) else source
+        if isinstance(source, Path):
+            _active.table = {**_active.table, **_own_catalog(source)}
         _active.add_source(text)
     if not isinstance(sys.stdout, TranslatingStream):
         sys.stdout = TranslatingStream(sys.stdout, _active)
     return _active
+
+
+def _own_catalog(script: Path) -> dict[str, str]:
+    """The translations of a script's own catalog (translations/zh-CN/experiments/NN_slug/expN.md),
+    which win over another catalog's for the same English: every catalog is keyed by the English
+    alone, and a short word means what its context says ("no" is 否 in a script's table of flags,
+    不对称 as the choice of a prediction about symmetry)."""
+    from labkit.i18n import TRANSLATIONS
+
+    script = Path(script).resolve()
+    catalog = script.parents[2] / TRANSLATIONS / "experiments" / script.parent.name / f"{script.stem}.md"
+    return read_catalog(catalog).translations() if catalog.is_file() else {}
 
 
 def uninstall() -> None:

@@ -120,6 +120,23 @@ def test_a_grid_title_is_translated_but_a_line_of_values_is_left_alone():
     assert tr.line("my note: layer 2") == "my note: layer 2", "an unknown text is never half-translated"
 
 
+def test_a_scripts_own_catalog_wins_over_another_catalogs_translation(tmp_path, monkeypatch):
+    """Every catalog is keyed by the English alone: "no" is a prediction's choice 不对称 in
+    predictions/02_qkv.md, and a script's table of flags says 否 in its own catalog."""
+    import labkit.i18n
+
+    monkeypatch.setattr(labkit.i18n, "_translations", lambda: {key_of("no"): "不对称"})
+    script = tmp_path / "experiments" / "01_demo" / "exp1_flags.py"
+    catalog = tmp_path / "translations" / "zh-CN" / "experiments" / "01_demo" / "exp1_flags.md"
+    script.parent.mkdir(parents=True)
+    catalog.parent.mkdir(parents=True)
+    script.write_text('from labkit.i18n import phrase\nprint(phrase("no"))\n', encoding="utf-8")
+    catalog.write_text(f"<!-- zh-CN {key_of('no')} · line 2: output (phrase) -->\n否\n", encoding="utf-8")
+    use_language("zh-CN")
+    assert OutputTranslator().known("no") == "不对称"
+    assert install(script).line("no") == "否"
+
+
 def test_the_most_specific_template_wins():
     tr = translator({"{a}: {b}": "{a}：{b}", "loss: {value}": "损失：{value}"})
     assert tr.line("loss: 0.25") == "损失：0.25"
