@@ -27,6 +27,7 @@ every figure's labels without looking at pixels.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import sys
@@ -50,7 +51,8 @@ _active: OutputTranslator | None = None
 # translated where a catalog knows them, and only the punctuation changes. One matches only where
 # a value is a known text and the others hold no English word (numbers, code: "causal mask: P x"),
 # never a line of values such as "[(1, 0), (1, 1)]".
-COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}"}
+COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}",
+            "({text})": "（{text}）"}  # a known text in brackets: a tick label's second line, "(first token)"
 
 
 class OutputTranslator:
@@ -212,7 +214,7 @@ def translate_figure(figure) -> None:
     if translator is None or chinese_font() is None:
         return
     from matplotlib.text import Text
-    from matplotlib.ticker import FixedFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
 
     for text in figure.findobj(Text):
         words = text.get_text()
@@ -226,7 +228,22 @@ def translate_figure(figure) -> None:
                 if isinstance(formatter, FixedFormatter):  # tick labels set by hand are made again at each draw
                     formatter.seq = [translator.text(label) if isinstance(label, str) else label
                                      for label in formatter.seq]
+                elif isinstance(formatter, FuncFormatter) and _tick_labels(formatter) is not None:
+                    labels = _tick_labels(formatter)  # set_ticklabels after set_ticks: {position: label}
+                    labels.update({at: translator.text(label) for at, label in labels.items()
+                                   if isinstance(label, str)})
     use_chinese_font(figure)
+
+
+def _tick_labels(formatter) -> dict | None:
+    """The {position: label} behind a FuncFormatter that matplotlib made for labels set by hand
+    (`set_xticks(ticks, labels)`, `ax.set(xticklabels=...)` once the ticks are fixed: a partial of
+    Axis._format_with_dict), or None for a formatter of the program's own."""
+    func = formatter.func
+    if isinstance(func, functools.partial) and getattr(func.func, "__name__", "") == "_format_with_dict" \
+            and func.args and isinstance(func.args[0], dict):
+        return func.args[0]
+    return None
 
 
 def figure_texts(figure, dpi: float) -> list[dict]:
