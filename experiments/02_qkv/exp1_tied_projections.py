@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from labkit import EPS32, Experiment, attention_scores, int_in, print_table, show_heatmaps
+from labkit.i18n import phrase
 from minimind_ref import Attention, MiniMindConfig, precompute_freqs_cis
 
 TIED_SELF_FRACTION = 0.9  # tied: the diagonal must win at least 90% of the rows (it wins ~100%)
@@ -107,9 +108,12 @@ SETTINGS = [  # (projections, positions) -> a label for the table
     ("separate", "none"), ("tied", "none"), ("separate", "rope"), ("tied", "rope")]
 
 
+LABELS = {("separate", "none"): phrase("separate W_q, W_k"), ("tied", "none"): phrase("tied W_k = W_q"),
+          ("separate", "rope"): phrase("separate W_q, W_k, RoPE"), ("tied", "rope"): phrase("tied W_k = W_q, RoPE")}
+
+
 def label(projections: str, positions: str) -> str:
-    name = "separate W_q, W_k" if projections == "separate" else "tied W_k = W_q"
-    return name + (", RoPE" if positions == "rope" else "")
+    return LABELS[projections, positions]
 
 
 def main(argv=None):

@@ -35,6 +35,7 @@ import torch
 
 import minimind_ref as mm
 from labkit import Experiment, attention_scores, int_in, int_list, print_table, random_attention
+from labkit.i18n import phrase
 
 
 def add_arguments(parser):
@@ -58,7 +59,7 @@ def layers():
         normed.k_norm.weight.uniform_(0.5, 1.5)
     plain = mm.Attention(config.replace(qk_norm=False)).eval()
     plain.load_state_dict({k: v for k, v in normed.state_dict().items() if "norm" not in k})
-    return config, {"MiniMind2 layout (no q/k norm)": plain, "MiniMind-3 (q/k RMSNorm)": normed}
+    return config, {phrase("MiniMind2 layout (no q/k norm)"): plain, "MiniMind-3 (q/k RMSNorm)": normed}
 
 
 def main(argv=None):

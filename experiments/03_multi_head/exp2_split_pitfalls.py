@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from labkit import Experiment, int_in, print_table, random_attention, relative_error, show_heatmaps
+from labkit.i18n import phrase
 from minimind_ref import Attention, MiniMindConfig, apply_rotary_pos_emb, precompute_freqs_cis
 
 BROKEN = 1e-2  # "wrong": an output error of at least 1% of the output's size, far above rounding
@@ -137,8 +138,8 @@ def where_the_numbers_go(token, feature, B: int, T: int, H: int, D: int):
           f"and feature.")
     print()
     print_table(["split", "slots (head, position) holding the right token's right features"], [
-        ["view(B, T, H, D).transpose(1, 2)", f"{int(right.sum())} of {right.numel()}"],
-        ["view(B, H, T, D)", f"{int(wrong.sum())} of {wrong.numel()}"],
+        ["view(B, T, H, D).transpose(1, 2)", phrase(f"{int(right.sum())} of {right.numel()}")],
+        ["view(B, H, T, D)", phrase(f"{int(wrong.sum())} of {wrong.numel()}")],
     ])
     print(f"\nWith view(B, H, T, D), 'head 0' gets the first T*D = {T * D} numbers in memory: tokens "
           f"{head0_tokens}, with the features of every head, instead of features 0..{D - 1} of all {T} tokens.")
@@ -170,8 +171,8 @@ def which_calls_copy(B: int, T: int, H: int, D: int) -> dict:
                             ("  .reshape(B, T, H*D)", reshaped, out),
                             ("  .contiguous().view(B, T, H*D)", contiguous_view, out),
                             ("out.reshape(B*H, T, D)", flat, out)]:
-        rows.append([name, str(tuple(t.shape)), str(t.stride()), "yes" if t.is_contiguous() else "no",
-                     "shared" if shares_storage(t, source) else "NEW (copied)"])
+        rows.append([name, str(tuple(t.shape)), str(t.stride()), phrase("yes") if t.is_contiguous() else phrase("no"),
+                     phrase("shared") if shares_storage(t, source) else phrase("NEW (copied)")])
     print_table(["tensor", "shape", "strides", "contiguous", "storage"], rows)
     print()
     print("out.transpose(1, 2).view(B, T, H*D) raises:" if view_error

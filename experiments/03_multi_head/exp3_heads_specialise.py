@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from labkit import IGNORE_INDEX, Experiment, float_in, int_in, print_table, show_heatmaps, train
+from labkit.i18n import phrase
 from labkit.tiny_heads import ablated
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
 
@@ -154,10 +155,10 @@ def train_and_measure(heads: int, args, seed: int) -> dict:
 
 def role(first: float, previous: float) -> str:
     if first >= FOCUSED:
-        return "first token"
+        return phrase("first token")
     if previous >= FOCUSED:
-        return "previous token"
-    return "mixed"
+        return phrase("previous token")
+    return phrase("mixed")
 
 
 # ------------------------------------------------------------------------------ the figure
@@ -168,14 +169,15 @@ def plot(multi: dict, single: dict, symbols: int):
     labels = [f"T{int(ids[0]) - symbols}"] + [str(int(i)) for i in ids[1:]]
     heads = multi["weights"].shape[1]
     maps = torch.cat([multi["weights"][0], single["weights"][0]])  # [H + 1, T, T]
-    titles = [f"{heads} heads: head {h} ({role(multi['first'][h], multi['previous'][h])})" for h in range(heads)]
-    heatmaps = show_heatmaps(maps, x_labels=labels, titles=titles + ["1 head of twice the width"],
+    titles = [phrase(f"{heads} heads: head {h} ({role(multi['first'][h], multi['previous'][h])})")
+              for h in range(heads)]
+    heatmaps = show_heatmaps(maps, x_labels=labels, titles=titles + [phrase("1 head of twice the width")],
                              suptitle=f"Attention on one held-out sequence ({labels[0]} = topic "
                                       f"{labels[0][1:]}, then symbols)")
 
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    names = ["no ablation"] + [f"head {h} off\n({role(multi['first'][h], multi['previous'][h])})"
-                               for h in range(heads)]
+    names = [phrase("no ablation")] + [phrase(f"head {h} off\n({role(multi['first'][h], multi['previous'][h])})")
+                                       for h in range(heads)]
     results = [multi["scores"]] + [multi["ablated"][h] for h in range(heads)]
     positions = torch.arange(len(names)).float()
     for offset, (key, label) in zip((-0.2, 0.2), (("topic", "topic half right"), ("previous", "symbol half right"))):
@@ -214,19 +216,19 @@ def print_heads_and_ablation(multi: dict, single: dict, args) -> None:
     model's accuracy with each head zeroed."""
     K = args.symbols
     rows = []
-    for name, run in ((f"{args.heads} heads", multi), ("1 head (control)", single)):
+    for name, run in ((phrase(f"{args.heads} heads"), multi), (phrase("1 head (control)"), single)):
         for h in range(run["first"].shape[0]):
             s = run["scores"]
             rows.append([name if h == 0 else "", h, run["first"][h].item(), run["previous"][h].item(),
-                         role(run["first"][h], run["previous"][h]) if name != "1 head (control)" else "both",
+                         role(run["first"][h], run["previous"][h]) if name != "1 head (control)" else phrase("both"),
                          f"{s['accuracy']:.3f}" if h == 0 else "", f"{run['log'].final_loss():.4f}" if h == 0 else ""])
     print_table(["model", "head", "weight on first token", "weight on previous", "role", "accuracy",
                  "final train loss"], rows, ["", "", ".3f", ".3f", "", "", ""])
     print()
-    ablation_rows = [["none", multi["scores"]["accuracy"], multi["scores"]["topic"], multi["scores"]["previous"],
-                      multi["scores"]["loss"]]]
+    ablation_rows = [[phrase("none"), multi["scores"]["accuracy"], multi["scores"]["topic"],
+                      multi["scores"]["previous"], multi["scores"]["loss"]]]
     for h, s in multi["ablated"].items():
-        ablation_rows.append([f"head {h} ({role(multi['first'][h], multi['previous'][h])})", s["accuracy"],
+        ablation_rows.append([phrase(f"head {h} ({role(multi['first'][h], multi['previous'][h])})"), s["accuracy"],
                               s["topic"], s["previous"], s["loss"]])
     print(f"Ablation of the {args.heads}-head model, on {args.eval} held-out sequences (chance for one half: "
           f"1/{K} = {1 / K:.3f}):")

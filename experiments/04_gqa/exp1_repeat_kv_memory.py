@@ -35,6 +35,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, print_table
+from labkit.i18n import phrase
 
 MIB = 2 ** 20
 
@@ -132,8 +133,10 @@ def attention_ways(q, k, v, n_rep):
     def explicit_minimind():
         return mm.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
-    return {"repeat_kv + fused SDPA": repeat_then_fused, "fused SDPA, enable_gqa=True": fused_enable_gqa,
-            "math SDPA, enable_gqa=True": math_enable_gqa, "minimind_ref explicit": explicit_minimind}
+    return {phrase("repeat_kv + fused SDPA"): repeat_then_fused,
+            phrase("fused SDPA, enable_gqa=True"): fused_enable_gqa,
+            phrase("math SDPA, enable_gqa=True"): math_enable_gqa,
+            phrase("minimind_ref explicit"): explicit_minimind}
 
 
 def plot(lengths, sweep, kv_bytes):
@@ -174,11 +177,11 @@ def the_two_steps_of_repeat_kv(k: torch.Tensor, heads: int, n_rep: int) -> dict:
     expand_blocks = allocations(lambda: k[:, :, None].expand(1, kv_heads, n_rep, tokens, head_dim))
     repeat_blocks = allocations(lambda: mm.repeat_kv(k, n_rep))
     rows = []
-    for name, t, blocks in (("k (the cache)", k, []), ("expand (a view)", expanded, expand_blocks),
+    for name, t, blocks in ((phrase("k (the cache)"), k, []), (phrase("expand (a view)"), expanded, expand_blocks),
                             ("repeat_kv = expand + reshape", repeated, repeat_blocks)):
         address, nbytes = storage(t)
-        rows.append([name, str(tuple(t.shape)), str(t.stride()), "yes" if address == storage(k)[0] else "no",
-                     nbytes, total(blocks)])
+        same = phrase("yes") if address == storage(k)[0] else phrase("no")
+        rows.append([name, str(tuple(t.shape)), str(t.stride()), same, nbytes, total(blocks)])
     print(f"H = {heads} query heads, H_kv = {kv_heads} KV heads (n_rep = {n_rep}), "
           f"S = {tokens}, D = {head_dim}, float32")
     print()

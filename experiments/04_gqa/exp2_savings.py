@@ -24,6 +24,7 @@ import torch
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, print_table
+from labkit.i18n import phrase
 
 MIB = 2 ** 20
 NAMES = {1: "MQA"}
@@ -137,24 +138,25 @@ def main(argv=None):
 
     by_name = {r["name"]: r for r in rows}
     mha, gqa = by_name["MHA"], next(r for r in rows if r["kv"] == default.num_key_value_heads)
+    counted = ", ".join(f"{r['name']} {r['attn_model']:,}" for r in rows)
     exp.claim(all(r["attn_model"] == r["attn_formula"] for r in rows),
               "the attention parameters per layer counted on the model equal 2 C H D + 2 C H_kv D (+ 2 D of q/k "
-              "norm gains in MiniMind-3) for every H_kv: "
-              + ", ".join(f"{r['name']} {r['attn_model']:,}" for r in rows))
+              f"norm gains in MiniMind-3) for every H_kv: {counted}")
     saved = mha["attn_model"] - gqa["attn_model"]
     exp.claim(saved == 2 * default.hidden_size * (heads - default.num_key_value_heads) * default.head_dim
               and mha["total"] - gqa["total"] == default.num_hidden_layers * saved,
               f"{label}'s GQA saves {saved:,} parameters per layer over MHA ({100 * saved / mha['attn_model']:.1f}% "
               f"of its attention), {default.num_hidden_layers * saved:,} over the {default.num_hidden_layers} layers "
               f"(models of {mha['total']:,} and {gqa['total']:,} parameters)")
+    per_token = ", ".join(f"{r['name']} {r['cache_bf16']:,.0f}" for r in rows)
     exp.claim(all(r["cache_32"] == r["cache_32_formula"] and r["cache_bf16"] == r["cache_bf16_formula"] for r in rows),
               "KVCache.nbytes() per token equals 2 x layers x H_kv x D x bytes for every H_kv, in float32 and "
-              "bfloat16: " + ", ".join(f"{r['name']} {r['cache_bf16']:,.0f}" for r in rows) + " bytes (bf16)")
+              f"bfloat16: {per_token} bytes (bf16)")
     exp.claim(all(mha["cache_32"] / r["cache_32"] == heads / r["kv"] for r in rows),
               f"the cache shrinks by exactly H / H_kv: {label}'s {default.num_key_value_heads} KV heads store "
               f"{mha['cache_32'] / gqa['cache_32']:g}x less than MHA, one KV head (MQA) {heads}x less")
 
-    weights_label = f"{label}'s weights ({gqa['name']})"
+    weights_label = phrase(f"{label}'s weights ({gqa['name']})")
     exp.save(plot(rows, args.context, gqa["weights_bf16"], weights_label), "savings")
     return exp.finish()
 

@@ -27,6 +27,7 @@ every figure's labels without looking at pixels.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import sys
@@ -34,7 +35,7 @@ import zlib
 from functools import cache
 from pathlib import Path
 
-from labkit.i18n.catalog import key_of
+from labkit.i18n.catalog import key_of, read_catalog
 from labkit.i18n.prose import english_words
 from labkit.i18n.templates import Template, fill, source_templates
 
@@ -51,7 +52,8 @@ _active: OutputTranslator | None = None
 # translated where a catalog knows them, and only the punctuation changes. One matches only where
 # a value is a known text and the others hold no English word (numbers, code: "causal mask: P x"),
 # never a line of values such as "[(1, 0), (1, 1)]".
-COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}"}
+COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}",
+            "({text})": "（{text}）"}  # a known text in brackets: a tick label's second line, "(first token)"
 
 
 @cache
@@ -137,7 +139,9 @@ class OutputTranslator:
         return text
 
     def _composed(self, values: dict[str, str]) -> bool:
-        known = [bool(english_words(value)) and self.known(value) is not None for value in values.values()]
+        # a known value is a known English text: a number or a letter that some catalog happens to
+        # hold ("6", a quiz's choice; "x", a unit) does not make "(2, 6, 4, 8)" a grid title
+        known = [self.known(value) is not None and bool(english_words(value)) for value in values.values()]
         return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
 
     def text(self, text: str) -> str:
@@ -192,10 +196,24 @@ def install(source: str | Path | None = None) -> OutputTranslator:
         _active = OutputTranslator()
     if source is not None:
         text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) else source
+        if isinstance(source, Path):
+            _active.table = {**_active.table, **_own_catalog(source)}
         _active.add_source(text)
     if not isinstance(sys.stdout, TranslatingStream):
         sys.stdout = TranslatingStream(sys.stdout, _active)
     return _active
+
+
+def _own_catalog(script: Path) -> dict[str, str]:
+    """The translations of a script's own catalog (translations/zh-CN/experiments/NN_slug/expN.md),
+    which win over another catalog's for the same English: every catalog is keyed by the English
+    alone, and a short word means what its context says ("no" is 否 in a script's table of flags,
+    不对称 as the choice of a prediction about symmetry)."""
+    from labkit.i18n import TRANSLATIONS
+
+    script = Path(script).resolve()
+    catalog = script.parents[2] / TRANSLATIONS / "experiments" / script.parent.name / f"{script.stem}.md"
+    return read_catalog(catalog).translations() if catalog.is_file() else {}
 
 
 def uninstall() -> None:
@@ -253,7 +271,7 @@ def translate_figure(figure) -> None:
     if translator is None or chinese_font() is None:
         return
     from matplotlib.text import Text
-    from matplotlib.ticker import FixedFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
 
     for text in figure.findobj(Text):
         words = text.get_text()
@@ -267,7 +285,22 @@ def translate_figure(figure) -> None:
                 if isinstance(formatter, FixedFormatter):  # tick labels set by hand are made again at each draw
                     formatter.seq = [translator.text(label) if isinstance(label, str) else label
                                      for label in formatter.seq]
+                elif isinstance(formatter, FuncFormatter) and _tick_labels(formatter) is not None:
+                    labels = _tick_labels(formatter)  # set_ticklabels after set_ticks: {position: label}
+                    labels.update({at: translator.text(label) for at, label in labels.items()
+                                   if isinstance(label, str)})
     use_chinese_font(figure)
+
+
+def _tick_labels(formatter) -> dict | None:
+    """The {position: label} behind a FuncFormatter that matplotlib made for labels set by hand
+    (`set_xticks(ticks, labels)`, `ax.set(xticklabels=...)` once the ticks are fixed: a partial of
+    Axis._format_with_dict), or None for a formatter of the program's own."""
+    func = formatter.func
+    if isinstance(func, functools.partial) and getattr(func.func, "__name__", "") == "_format_with_dict" \
+            and func.args and isinstance(func.args[0], dict):
+        return func.args[0]
+    return None
 
 
 def figure_texts(figure, dpi: float) -> list[dict]:

@@ -113,8 +113,29 @@ def test_a_grid_title_is_translated_but_a_line_of_values_is_left_alone():
     assert tr.line("layer 0, head 1") == "层 0，头 1"
     assert tr.line("[(1, 0), (1, 1), (1, 3)]") == "[(1, 0), (1, 1), (1, 3)]"
     assert tr.line("(0, 1)") == "(0, 1)"
+    numbers = translator({"6": "6", "x": "倍", "layer": "层", "head": "头"})
+    assert numbers.line("(2, 6, 4, 8)") == "(2, 6, 4, 8)", "a number some catalog holds is no word"
+    assert numbers.line("x = q_proj(...)  [B, T, H*D]") == "x = q_proj(...)  [B, T, H*D]"
     assert translator({"causal mask": "因果掩码"}).line("causal mask: P x") == "因果掩码：P x"
+    assert tr.text("head 1 off\n(layer)") == "head 1 off\n（层）", "a known text in brackets, a tick's second line"
     assert tr.line("my note: layer 2") == "my note: layer 2", "an unknown text is never half-translated"
+
+
+def test_a_scripts_own_catalog_wins_over_another_catalogs_translation(tmp_path, monkeypatch):
+    """Every catalog is keyed by the English alone: "no" is a prediction's choice 不对称 in
+    predictions/02_qkv.md, and a script's table of flags says 否 in its own catalog."""
+    import labkit.i18n
+
+    monkeypatch.setattr(labkit.i18n, "_translations", lambda: {key_of("no"): "不对称"})
+    script = tmp_path / "experiments" / "01_demo" / "exp1_flags.py"
+    catalog = tmp_path / "translations" / "zh-CN" / "experiments" / "01_demo" / "exp1_flags.md"
+    script.parent.mkdir(parents=True)
+    catalog.parent.mkdir(parents=True)
+    script.write_text('from labkit.i18n import phrase\nprint(phrase("no"))\n', encoding="utf-8")
+    catalog.write_text(f"<!-- zh-CN {key_of('no')} · line 2: output (phrase) -->\n否\n", encoding="utf-8")
+    use_language("zh-CN")
+    assert OutputTranslator().known("no") == "不对称"
+    assert install(script).line("no") == "否"
 
 
 def test_the_most_specific_template_wins():
@@ -191,6 +212,23 @@ def test_a_figure_is_translated_with_the_pinned_font_and_records_its_texts(tmp_p
     assert {"因果掩码", "注意力权重", "键的位置"} <= set(texts)
     assert not any(english_words(text) for text in texts), texts
     assert plt.imread(path).shape[2] in (3, 4), "still a PNG any reader opens"
+
+
+def test_tick_labels_set_by_hand_are_translated(tmp_path):
+    """matplotlib keeps labels given to set_xticks(ticks, labels) or ax.set(xticklabels=...) in a
+    FuncFormatter, and draws them again at each save."""
+    speak({"no ablation": "不消融", "causal mask": "因果掩码"})
+    fig, (left, right) = plt.subplots(1, 2)
+    left.bar([0, 1], [1, 2])
+    left.set(xticks=[0, 1], xticklabels=["no ablation", "causal mask"])
+    right.set_xticks([0, 1], ["causal mask", "0.5"])
+    translate_figure(fig)
+    path = tmp_path / "ticks.png"
+    fig.savefig(path, dpi=30)
+    record_png(path, figure_texts(fig, 30))
+    plt.close(fig)
+    ticks = [entry["text"] for entry in png_texts(path) if entry.get("tick")]
+    assert {"不消融", "因果掩码", "0.5"} <= set(ticks) and not [t for t in ticks if english_words(t)], ticks
 
 
 def test_without_a_chinese_font_a_figure_stays_english(monkeypatch):
