@@ -105,12 +105,19 @@ class OutputTranslator:
         if exact is not None:
             return lead + exact + trail
         for template, chinese in self._by_weight():
-            values = template.match(core)
-            if values is not None and template.text in COMPOSED and not self._composed(values):
-                values = None
-            if values is not None:
-                values = {field: self.line(value, depth + 1) for field, value in values.items()}
-                return lead + fill(chinese, values) + trail
+            chosen = None
+            # The first split is the shortest first value; where a value holds the text that follows
+            # it (a name with a colon), a later split may be the one whose values are known texts.
+            for values in (template.matches(core) if depth == 0 else filter(None, [template.match(core)])):
+                if template.text in COMPOSED and not self._composed(values):
+                    continue
+                shown = {field: self.line(value, depth + 1) for field, value in values.items()}
+                chosen = chosen or shown
+                if all(shown[field] != value or not english_words(value) for field, value in values.items()):
+                    chosen = shown
+                    break
+            if chosen is not None:
+                return lead + fill(chinese, chosen) + trail
         return text
 
     def _composed(self, values: dict[str, str]) -> bool:
