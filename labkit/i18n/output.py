@@ -67,8 +67,9 @@ class OutputTranslator:
         for english, chinese in COMPOSED.items():
             self.templates[english] = (Template(english), chinese)
 
-    def add(self, english: str) -> None:
-        chinese = self.table.get(key_of(english))
+    def add(self, english: str, own: dict[str, str] | None = None) -> None:
+        """Learn `english`, translated by `own` (its code's catalog) or else by any catalog."""
+        chinese = (own or {}).get(key_of(english)) or self.table.get(key_of(english))
         if chinese is None or english in self.templates:
             return
         template = Template(english)
@@ -85,10 +86,12 @@ class OutputTranslator:
         found = self.table.get(key_of(text))
         return None if found is None or "{" in found else found
 
-    def add_source(self, source: str) -> None:
-        """Learn the templates of a Python source (a script, a notebook cell)."""
+    def add_source(self, source: str, own: dict[str, str] | None = None) -> None:
+        """Learn the templates of a Python source (a script, a notebook cell); `own`, its own
+        catalog, decides where two catalogs translate one English word apart ("step": a float's
+        spacing in one script, a stage of an algorithm in another)."""
         for _, _, template in source_templates(source):
-            self.add(template)
+            self.add(template, own)
 
     def _by_weight(self) -> list[tuple[Template, str]]:
         if self._ordered is None:  # most specific first: a line that two templates match takes this one
@@ -176,10 +179,23 @@ def install(source: str | Path | None = None) -> OutputTranslator:
         _active = OutputTranslator()
     if source is not None:
         text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) else source
-        _active.add_source(text)
+        _active.add_source(text, _own_catalog(source) if isinstance(source, Path) else None)
     if not isinstance(sys.stdout, TranslatingStream):
         sys.stdout = TranslatingStream(sys.stdout, _active)
     return _active
+
+
+def _own_catalog(script: Path) -> dict[str, str]:
+    """The finished blocks of an experiment script's own catalog
+    (translations/zh-CN/experiments/NN_slug/expN_name.md), or nothing."""
+    from labkit.i18n import TRANSLATIONS
+    from labkit.i18n.catalog import read_catalog
+
+    script = Path(script).resolve()
+    if len(script.parents) < 3 or script.parents[1].name != "experiments":
+        return {}
+    path = script.parents[2] / TRANSLATIONS / "experiments" / script.parent.name / f"{script.stem}.md"
+    return read_catalog(path).translations() if path.is_file() else {}
 
 
 def uninstall() -> None:

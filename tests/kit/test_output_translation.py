@@ -133,6 +133,16 @@ def test_a_value_that_holds_the_next_separator_is_split_where_the_values_are_kno
     assert tr.line("a: b: 3 tokens differ") == "a：b: 3 个 token 不同", "nothing known: the first split, as before"
 
 
+def test_a_script_s_own_catalog_decides_where_two_catalogs_differ():
+    """"step" is a float's spacing in 01's exp3 and a stage of Algorithm 0 in 08's exp4: each script
+    shows its own catalog's word, whichever catalog the merged table read last."""
+    shown = {}
+    for script in ("experiments/01_attention_basics/exp3_stable_softmax.py", "experiments/08_flash/exp4_io_counts.py"):
+        shown[script] = install(REPO / script).line("step")
+        uninstall()
+    assert list(shown.values()) == ["间距", "步骤"], shown
+
+
 def test_the_stream_translates_whole_lines_and_flushes_a_partial_one():
     sink = io.StringIO()
     stream = TranslatingStream(sink, translator({"causal mask": "因果掩码"}))
