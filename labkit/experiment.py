@@ -422,7 +422,8 @@ def _learn(text: str) -> None:
 
 def _speak(flag: str | None, script: Path) -> None:
     """Choose the language (--lang, ATTENTION_LAB_LANG, a Chinese locale, a zh-CN folder) and, in
-    Chinese, translate what the script prints from now on, with the templates of its own source."""
+    Chinese, translate what the script prints from now on, with the templates of its own source and
+    of the scripts beside it that it imports (exp6_time_per_token draws with exp2's plot)."""
     if flag:
         use_language(flag)
     elif not os.environ.get(ENV):
@@ -433,6 +434,10 @@ def _speak(flag: str | None, script: Path) -> None:
         from labkit.i18n.output import install
 
         install(script)
+        for module in list(sys.modules.values()):  # a sibling script it imports prints and draws too
+            path = getattr(module, "__file__", None)
+            if path and Path(path).resolve().parent == script.parent and Path(path).resolve() != script:
+                install(Path(path))
 
 
 def _seed(seed: int) -> None:

@@ -22,6 +22,7 @@ import torch
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, print_table
+from labkit.i18n import phrase
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -143,8 +144,8 @@ def layouts_and_dtypes() -> tuple[dict, bool]:
             match &= measured * 16 == cache.nbytes() == layer_tensor_bytes(cache) and measured == formula
             by_kv_heads.setdefault(name, {})[kv_heads] = measured
             kind = {8: "MHA", 1: "MQA"}.get(kv_heads, "GQA")
-            rows.append([f"{kind}, {kv_heads} KV head{'s' if kv_heads > 1 else ''}", name, formula, measured,
-                         8 // kv_heads])
+            layout = phrase(f"{kind}, {kv_heads} KV heads") if kv_heads > 1 else phrase(f"{kind}, 1 KV head")
+            rows.append([layout, name, formula, measured, 8 // kv_heads])
     print("Bytes per cached token at MiniMind2-Small's sizes (8 layers, 8 query heads, head_dim 64), measured")
     print("after a 16-token forward of each model:")
     print_table(["layout", "dtype", "closed form", "measured", "query heads per KV head"], rows, ["", "", ",", ",", ""])

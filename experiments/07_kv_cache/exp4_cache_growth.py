@@ -24,6 +24,7 @@ import torch
 
 import minimind_ref as mm
 from labkit import BytesWritten, Experiment, NaiveConcatCache, int_in, print_table, time_call
+from labkit.i18n import phrase
 
 MIN_STEP_SLOWDOWN = 2.0  # concat vs preallocated, time per step over the last 10% of steps
 MIN_TIMED_BYTES = 8 * 2**20  # below a final cache of 8 MiB, Python overhead can hide the copying
@@ -51,10 +52,10 @@ def check_arguments(args):
 
 
 def make_caches(config, batch: int, steps: int, initial: int):
-    return {
-        "torch.cat (naive)": NaiveConcatCache(config, batch_size=batch),
-        "preallocated": mm.KVCache(config, batch_size=batch, capacity=steps),
-        "doubling": mm.KVCache(config, batch_size=batch, capacity=initial),
+    return {  # the names are shown in tables and the legend (phrase: translated in Chinese)
+        phrase("torch.cat (naive)"): NaiveConcatCache(config, batch_size=batch),
+        phrase("preallocated"): mm.KVCache(config, batch_size=batch, capacity=steps),
+        phrase("doubling"): mm.KVCache(config, batch_size=batch, capacity=initial),
     }
 
 

@@ -31,6 +31,7 @@ import torch
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, print_table, random_minimind
+from labkit.i18n import phrase
 
 ROUNDING = 1e-4  # a correct decoder agrees with the reference to float32 rounding (exp1: ~1e-5)
 BROKEN = 0.1  # a broken one is off by at least this much somewhere (observed: several units)
@@ -172,12 +173,12 @@ def single_sequence(model, prompt_len: int, new: int, results: dict, per_step: d
     reference = model.generate(prompt, new, use_cache=False)[:, prompt_len:]  # [1, new]
     with torch.no_grad():
         reference_logits = model(torch.cat([prompt, reference], 1)).logits[:, prompt_len - 1:-1]
-    decoders = {
-        "positions: new token at 0": (step_position_zero, "broken"),
-        "positions: new token at past_len": (step_position_offset, "fixed"),
-        "mask: top-left (torch is_causal)": (step_top_left_mask, "broken"),
-        "mask: bottom-right causal_mask": (step_bottom_right_mask, "fixed"),
-        "model default (forward with cache)": (step_right, "fixed"),
+    decoders = {  # name -> (step, kind); names and kinds are shown (phrase: translated in Chinese)
+        phrase("positions: new token at 0"): (step_position_zero, phrase("broken")),
+        phrase("positions: new token at past_len"): (step_position_offset, phrase("fixed")),
+        phrase("mask: top-left (torch is_causal)"): (step_top_left_mask, "broken"),
+        phrase("mask: bottom-right causal_mask"): (step_bottom_right_mask, "fixed"),
+        phrase("model default (forward with cache)"): (step_right, "fixed"),
     }
     for name, (step, kind) in decoders.items():
         tokens, _ = decode(model, prompt, new, step)
@@ -202,9 +203,10 @@ def padded_batch(model, prompt_len: int, new: int, pad: int, results: dict, per_
         alone_logits = [model(torch.cat([p, a], 1)).logits[:, p.shape[1] - 1:-1] for p, a in zip((short, long), alone)]
     reference_batch, reference_batch_logits = torch.cat(alone), torch.cat(alone_logits)
     unpadded_row = {}
-    for name, keep, count_pads, kind in (("padding: mask dropped after prefill", False, False, "broken"),
-                                         ("padding: mask extended every step", True, False, "fixed"),
-                                         ("padding: mask extended, positions count pads", True, True, "fine")):
+    for name, keep, count_pads, kind in ((phrase("padding: mask dropped after prefill"), False, False, "broken"),
+                                         (phrase("padding: mask extended every step"), True, False, "fixed"),
+                                         (phrase("padding: mask extended, positions count pads"), True, True,
+                                          phrase("fine"))):
         tokens, _ = decode_padded(model, ids, mask, new, keep, count_pads)
         _, logits = decode_padded(model, ids, mask, new, keep, count_pads, forced=reference_batch)
         error = (logits - reference_batch_logits).abs().amax(dim=2)  # [B, new]
@@ -255,8 +257,11 @@ def draw_errors(exp, results: dict, per_step: dict) -> None:
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, error in per_step.items():
         kind = results[name][0]
+        # one phrase per kind: "{name} ({kind})", values alone, would have no catalog entry
+        label = {"broken": phrase(f"{name} (broken)"), "fixed": phrase(f"{name} (fixed)"),
+                 "fine": phrase(f"{name} (fine)")}[kind]
         ax.semilogy(range(1, len(error) + 1), error.clamp_min(1e-9).tolist(), "-" if kind == "broken" else ":",
-                    marker="o" if kind == "broken" else ".", ms=3, label=f"{name} ({kind})")
+                    marker="o" if kind == "broken" else ".", ms=3, label=label)
     ax.axhline(ROUNDING, color="k", lw=0.8, ls="--")
     ax.set(title="max |logit - reference| at each decoding step (teacher-forced)", xlabel="new token",
            ylabel="logit error")

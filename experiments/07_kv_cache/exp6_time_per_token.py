@@ -27,6 +27,7 @@ from exp2_cost_per_token import counted_model, growth_exponent, plot_per_token_a
 
 import minimind_ref as mm
 from labkit import Experiment, best_step_times, int_in, print_table
+from labkit.i18n import phrase
 
 MIN_STEP_SPEEDUP = 3.0  # time per step near the end, no cache / cache (the FLOP ratio: 186x at the defaults)
 # Total-time growth exponent, no cache minus cache (FLOPs: about 2 vs 1). The fixed cost of a forward
@@ -126,7 +127,8 @@ def main(argv=None):
     positions = list(range(prompt_len, prompt_len + n))
     ms = {cached: [1e3 * s for s in seconds[cached]] for cached in (False, True)}
     total_ms = {cached: [1e3 * t for t in totals[cached]] for cached in (False, True)}
-    fig = plot_per_token_and_total(positions, ms, lengths, total_ms, exponents, "time", "ms (this machine)", ".")
+    fig = plot_per_token_and_total(positions, ms, lengths, total_ms, exponents, phrase("time"),
+                                   phrase("ms (this machine)"), ".")  # exp2 draws; phrase: shown translated
     exp.save(fig, "time")
     return exp.finish()
 

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from labkit import Experiment, int_in, print_table
+from labkit.i18n import phrase
 from minimind_ref.variants import flash_attention
 
 
@@ -52,10 +53,10 @@ def online_softmax(scores: torch.Tensor, values: torch.Tensor, tile: int):
 
 def regimes(keys: int):
     """Three rows of scores: ordinary, spread over +-1e4, all near 100."""
-    return {
-        "normal": torch.randn(keys),
-        "spread 1e4": (torch.rand(keys) * 2 - 1) * 1e4,
-        "all near 100": 100 + torch.randn(keys),
+    return {  # the names are shown (phrase: translated in Chinese)
+        phrase("normal"): torch.randn(keys),
+        phrase("spread 1e4"): (torch.rand(keys) * 2 - 1) * 1e4,
+        phrase("all near 100"): 100 + torch.randn(keys),
     }
 
 
@@ -95,7 +96,7 @@ def main(argv=None):
                 histories[name] = history
         errors_by_regime[name] = errors
         rows.append([name, f"{scores.min().item():.3g} .. {scores.max().item():.3g}",
-                     "inf/NaN" if naive_broken[name] else "finite", max(errors)])
+                     "inf/NaN" if naive_broken[name] else phrase("finite"), max(errors)])
     print(f"One row of S = {keys} scores, values of width {dim}; tile sizes {tiles}.")
     print_table(["scores", "range", "naive exp(s)/sum", "worst error, any tile"], rows, ["", "", "", ".1e"])
     print(f"\nError: the larger of the loop's and flash_attention's max |out - exact| over every tile size, "

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 import minimind_ref as mm
 from labkit import Experiment, TensorMemory, int_in, print_table
+from labkit.i18n import phrase
 from minimind_ref.variants import flash_attention
 
 HEADS, HEAD_DIM = 8, 64
@@ -102,7 +103,7 @@ def main(argv=None):
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for name, style in (("explicit", "o-"), ("flash_attention", "s-"), ("torch SDPA", "^:")):
-        label = name + (" (output only: its buffers are inside C++)" if name == "torch SDPA" else "")
+        label = phrase("torch SDPA (output only: its buffers are inside C++)") if name == "torch SDPA" else name
         ax.loglog(lengths, [p / mib for p in peaks[name]], style, label=label, base=2)
     ax.loglog(lengths, [HEADS * t * t * 4 / mib for t in lengths], "k--", label="one [H, T, T] float32 matrix", base=2)
     ax.set_xlabel("sequence length T = S")

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 import minimind_ref as mm
 from labkit import Experiment, float_in, int_in, print_table
+from labkit.i18n import phrase
 
 HEADS, HEAD_DIM = 4, 16
 
@@ -92,8 +93,8 @@ def rows_sum_to_one_on_average(exp, q, k, v, plain_weights, p: float, seed: int,
     # a row sums to 1/(1 - p) when none of its weights was dropped: query i sees i + 1 keys
     expected = ((1 - p) ** torch.arange(1, tokens + 1, dtype=torch.float64)).mean().item()
     expected_error = math.sqrt(expected * (1 - expected) / sums.numel())
-    rows = [["first (1 key)", first_row.mean().item(), first_row.std().item()],
-            [f"last ({tokens} keys)", mean, spread]]
+    rows = [[phrase("first (1 key)"), first_row.mean().item(), first_row.std().item()],
+            [phrase(f"last ({tokens} keys)"), mean, spread]]
     print_table(["row", "mean sum over draws", "std of the sum"], rows, ["", ".4f", ".4f"])
     print(f"rows (every draw, head and query) whose weights sum to 1 within 1e-6: {exactly_one:.4f}; to "
           f"1/(1 - p): {all_kept:.4f}; chance that none of a row's weights is dropped: {expected:.4f}")
@@ -161,7 +162,7 @@ def what_sdpa_keeps_for_backward(q, qg, kg, vg, p: float) -> None:
             F.scaled_dot_product_attention(qg, kg, vg, is_causal=True, dropout_p=drop)
         stored[name] = sum(kept_bytes)
     print(f"torch's SDPA on {q.device.type}: bytes saved for the backward pass, "
-          + ", ".join(f"{name} {b:,}" for name, b in stored.items()))
+          f"no dropout {stored['no dropout']:,}, dropout {p} {stored[f'dropout {p}']:,}")
     print()
 
 

@@ -24,6 +24,7 @@ import torch
 import minimind_ref as mm
 from labkit import Experiment, grade, int_in, print_table
 from labkit.grader import CATALOGUE, LADDER, STAGE, stage_number
+from labkit.i18n import phrase, tr
 
 
 def add_arguments(parser):
@@ -56,7 +57,7 @@ def main(argv=None):
     rows = []
     for row, mistake in enumerate(CATALOGUE):
         caught = {stage_number(LADDER[col]): int(n) for col, n in enumerate(counts[row]) if n}
-        where = ", ".join(f"stage {number}: {n}" for number, n in caught.items())
+        where = ", ".join(phrase(f"stage {number}: {n}") for number, n in caught.items())
         rows.append([mistake.title, where, f"{named[mistake.key]}/{len(seeds)}", mistake.module[:2]])
     print(f"{len(CATALOGUE)} planted mistakes x {len(seeds)} seeds (models with random weights, random inputs)")
     print()
@@ -76,7 +77,8 @@ def main(argv=None):
     ax.imshow(counts.numpy(), cmap="Blues", vmin=0, vmax=len(seeds), aspect="auto")
     for (row, col), n in zip(counts.nonzero().tolist(), counts[counts > 0].tolist()):
         ax.text(col, row, str(n), ha="center", va="center", color="white", fontsize=9)
-    ax.set_xticks(range(len(LADDER)), [f"{i + 1}. {s.title}" for i, s in enumerate(LADDER)], rotation=40,
+    # tr: the grader's stage titles in the learner's language, as its report shows them
+    ax.set_xticks(range(len(LADDER)), [f"{i + 1}. {tr(s.title)}" for i, s in enumerate(LADDER)], rotation=40,
                   ha="right", fontsize=8)
     ax.set_yticks(range(len(CATALOGUE)), [m.title for m in CATALOGUE], fontsize=8)
     ax.set_title(f"first stage that fails, for each planted mistake ({len(seeds)} seeds)")

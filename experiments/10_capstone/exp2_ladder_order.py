@@ -30,6 +30,7 @@ from labkit import Experiment, grade, int_in, print_table
 from labkit.grader import BY_KEY, CATALOGUE, LADDER, STAGE, stage_number
 from labkit.grader.compare import first_difference, same_behaviour
 from labkit.grader.ladder import TOLERANCE, model_episodes, run_model, run_stage
+from labkit.i18n import phrase, tr
 
 # Pairs of mistakes planted together: the first is caught earlier on the ladder than the second.
 PAIRS = (("unscaled", "rope_on_values"), ("repeat_tiled", "top_left_causal"),
@@ -76,8 +77,9 @@ def main(argv=None):
     flops = stage_flops(seed)
     whole = stage_number(STAGE["whole_model"]) - 1  # the last forward stage; the backward one follows
     last = flops[whole]
+    # tr: the grader's stage and mistake titles in the learner's language, as its report shows them
     print_table(["stage", "floating-point operations", "share of stage 10"],
-                [[f"{i + 1}. {s.title}", f, f / last] for i, (s, f) in enumerate(zip(LADDER, flops))],
+                [[f"{i + 1}. {tr(s.title)}", f, f / last] for i, (s, f) in enumerate(zip(LADDER, flops))],
                 ["", ",d", ".3f"])
     print()
 
@@ -90,11 +92,12 @@ def main(argv=None):
         cost = sum(flops[:ladder_stage])
         if difference is None:
             (missed_backward if mistake.stage == "backward" else missed).append(mistake.title)
-            seen = "passes"
+            seen = phrase("passes")
         elif difference.quantity == "logits":
             starts.add((difference.where["batch"], difference.where["query"]))
             shares.append(share_of_logits_off(at_end[mistake.key], reference, episodes, difference.episode))
-            seen = f"logits differ from sequence {difference.where['batch']}, position {difference.where['query']}"
+            seen = phrase(f"logits differ from sequence {difference.where['batch']}, "
+                          f"position {difference.where['query']}")
         else:
             seen = f"{difference.call}: {difference.quantity}"
         rows.append([mistake.title, ladder_stage, cost / last, seen])
@@ -110,7 +113,7 @@ def main(argv=None):
         end_matches = [m.key for m in CATALOGUE if same_behaviour(end, at_end[m.key], episodes)]
         pair_named.append(report.stage.key == BY_KEY[first].stage and [m.key for m in report.matches] == [first])
         pair_unmatched.append(end_matches == [])
-        pair_rows.append([f"{BY_KEY[first].title} + {BY_KEY[second].title}", stage_number(report.stage),
+        pair_rows.append([f"{tr(BY_KEY[first].title)} + {tr(BY_KEY[second].title)}", stage_number(report.stage),
                           ", ".join(m.title for m in report.matches) or "-", ", ".join(end_matches) or "none"])
     print_table(["two mistakes", "ladder stops at", "ladder names", "stage 10 alone matches"], pair_rows)
     print()
@@ -122,7 +125,7 @@ def main(argv=None):
     exp.claim(max(early) < 0.5, f"the ladder catches each mistake of stages 1 to 9 for under half the cost of "
                                 f"stage 10 alone (at most {max(early):.2f} of it)")
     exp.claim(len(missed) == 2 and {"-1e9 filled in float16", "no causal mask after a cache"} == set(missed),
-              f"stage 10 alone misses {len(missed)} forward mistakes: {', '.join(missed)} "
+              f"stage 10 alone misses {len(missed)} forward mistakes: {', '.join(tr(title) for title in missed)} "
               f"(no float16, no multi-token step)")
     backward = [m.title for m in CATALOGUE if m.stage == "backward"]
     exp.claim(len(backward) >= 2 and missed_backward == backward,

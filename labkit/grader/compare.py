@@ -186,15 +186,15 @@ def first_difference(actual: Records, expected: Records, episodes: list[Episode]
         if got is None:  # the learner stopped earlier in this episode: its error is reported there
             raised = next((r for k, r in actual.items() if k[:2] == key[:2] and isinstance(r, Raised)), None)
             if raised is None:  # no result and no error: never a pass
-                return Difference(name, layer, label, "error", {}, error=tr(
+                return Difference(name, layer, label, phrase("error"), {}, error=tr(
                     "no result was recorded for this call: the grader's records were changed while your code ran"))
             key_of = next(k for k, r in actual.items() if r is raised)
-            return Difference(name, layer, key_of[2], "error", {}, error=raised.text)
+            return Difference(name, layer, key_of[2], phrase("error"), {}, error=raised.text)
         if isinstance(got, Raised):
-            return Difference(name, layer, label, "error", {}, error=got.text)
+            return Difference(name, layer, label, phrase("error"), {}, error=got.text)
         if isinstance(want, Raised):
-            return Difference(name, layer, label, "error", {}, error=tr("the reference raised {error}",
-                                                                         error=want.text))
+            return Difference(name, layer, label, phrase("error"), {},
+                              error=tr("the reference raised {error}", error=want.text))
         if label.startswith("generate"):
             difference = _token_difference(got.out, want.out, name, label)
         else:

@@ -90,8 +90,9 @@ class OutputTranslator:
         for english, chinese in COMPOSED.items():
             self.templates[english] = (Template(english), chinese)
 
-    def add(self, english: str) -> None:
-        chinese = self.table.get(key_of(english))
+    def add(self, english: str, own: dict[str, str] | None = None) -> None:
+        """Learn `english`, translated by `own` (its code's catalog) or else by any catalog."""
+        chinese = (own or {}).get(key_of(english)) or self.table.get(key_of(english))
         if chinese is None or english in self.templates:
             return
         template = Template(english)
@@ -108,10 +109,12 @@ class OutputTranslator:
         found = self.phrases.get(key_of(text))
         return None if found is None or "{" in found else found
 
-    def add_source(self, source: str) -> None:
-        """Learn the templates of a Python source (a script, a notebook cell)."""
+    def add_source(self, source: str, own: dict[str, str] | None = None) -> None:
+        """Learn the templates of a Python source (a script, a notebook cell); `own`, its own
+        catalog, decides where two catalogs translate one English word apart ("step": a float's
+        spacing in one script, a stage of an algorithm in another)."""
         for _, _, template in source_templates(source):
-            self.add(template)
+            self.add(template, own)
 
     def _by_weight(self) -> list[tuple[Template, str]]:
         if self._ordered is None:  # most specific first: a line that two templates match takes this one
@@ -130,12 +133,19 @@ class OutputTranslator:
         if exact is not None:
             return lead + exact + trail
         for template, chinese in self._by_weight():
-            values = template.match(core)
-            if values is not None and template.text in COMPOSED and not self._composed(values):
-                values = None
-            if values is not None:
-                values = {field: self.line(value, depth + 1) for field, value in values.items()}
-                return lead + fill(chinese, values) + trail
+            chosen = None
+            # The first split is the shortest first value; where a value holds the text that follows
+            # it (a name with a colon), a later split may be the one whose values are known texts.
+            for values in (template.matches(core) if depth == 0 else filter(None, [template.match(core)])):
+                if template.text in COMPOSED and not self._composed(values):
+                    continue
+                shown = {field: self.line(value, depth + 1) for field, value in values.items()}
+                chosen = chosen or shown
+                if all(shown[field] != value or not english_words(value) for field, value in values.items()):
+                    chosen = shown
+                    break
+            if chosen is not None:
+                return lead + fill(chinese, chosen) + trail
         return text
 
     def _composed(self, values: dict[str, str]) -> bool:
@@ -196,24 +206,25 @@ def install(source: str | Path | None = None) -> OutputTranslator:
         _active = OutputTranslator()
     if source is not None:
         text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) else source
-        if isinstance(source, Path):
-            _active.table = {**_active.table, **_own_catalog(source)}
-        _active.add_source(text)
+        _active.add_source(text, _own_catalog(source) if isinstance(source, Path) else None)
     if not isinstance(sys.stdout, TranslatingStream):
         sys.stdout = TranslatingStream(sys.stdout, _active)
     return _active
 
 
 def _own_catalog(script: Path) -> dict[str, str]:
-    """The translations of a script's own catalog (translations/zh-CN/experiments/NN_slug/expN.md),
-    which win over another catalog's for the same English: every catalog is keyed by the English
-    alone, and a short word means what its context says ("no" is 否 in a script's table of flags,
-    不对称 as the choice of a prediction about symmetry)."""
+    """The finished blocks of an experiment script's own catalog
+    (translations/zh-CN/experiments/NN_slug/expN_name.md), or nothing. They win over another
+    catalog's for the same English: every catalog is keyed by the English alone, and a short word
+    means what its context says ("no" is 否 in a script's table of flags, 不对称 as the choice of a
+    prediction about symmetry; "step" a float's spacing in one script, a stage in another)."""
     from labkit.i18n import TRANSLATIONS
 
     script = Path(script).resolve()
-    catalog = script.parents[2] / TRANSLATIONS / "experiments" / script.parent.name / f"{script.stem}.md"
-    return read_catalog(catalog).translations() if catalog.is_file() else {}
+    if len(script.parents) < 3 or script.parents[1].name != "experiments":
+        return {}
+    path = script.parents[2] / TRANSLATIONS / "experiments" / script.parent.name / f"{script.stem}.md"
+    return read_catalog(path).translations() if path.is_file() else {}
 
 
 def uninstall() -> None:

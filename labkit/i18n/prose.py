@@ -27,7 +27,7 @@ __all__ = ["english_prose", "english_words"]
 NEUTRAL = frozenset("""
 log ln exp sqrt softmax argmax argmin max min nan inf dtype dtypes torch numpy cpu cuda mps ms us ns
 true false none sin cos tanh relu silu gelu rms rmsnorm layernorm vs eps
-logit logits token tokens batch cache
+logit logits token tokens batch cache dropout
 """.split())  # the last line: glossary terms the Chinese edition writes in English (docs/glossary.json)
 TWO_LETTER_WORDS = frozenset("of to in is on at by as an or if no it be we so do up us my he am".split())
 

@@ -128,6 +128,39 @@ class Template:
             values.setdefault(field, value)
         return values
 
+    def matches(self, line: str, most: int = 16):
+        """Every way (up to `most`) that `line` fills this template, `match`'s first: a value may
+        hold the text that follows its field ("{name}: {n} of them" on "mask: causal: 3 of them"),
+        and the caller picks the split whose values it knows."""
+        if self.match(line) is None:
+            return
+        pieces, found = self.pieces, 0
+
+        def walk(i: int, at: int, values: dict[str, str]):
+            nonlocal found
+            if found >= most:
+                return
+            if i == len(pieces):
+                if at == len(line):
+                    found += 1
+                    yield dict(values)
+                return
+            kind, text = pieces[i]
+            if kind == "literal":
+                if line.startswith(text, at):
+                    yield from walk(i + 1, at + len(text), values)
+                return
+            if i + 1 == len(pieces):
+                ends = [len(line)]
+            elif pieces[i + 1][0] == "literal":
+                ends = [j for j in range(at, len(line) + 1) if line.startswith(pieces[i + 1][1], j)]
+            else:
+                ends = range(at, len(line) + 1)
+            for end in ends:
+                yield from walk(i + 1, end, {text: line[at:end], **values})
+
+        yield from walk(0, 0, {})
+
 
 def fill(template: str, values: dict[str, str]) -> str:
     """`template` (a translation) with each placeholder replaced by its value."""

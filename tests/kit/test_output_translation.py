@@ -144,6 +144,26 @@ def test_the_most_specific_template_wins():
     assert Template("loss: {value}").weight > Template("{a}: {b}").weight
 
 
+def test_a_value_that_holds_the_next_separator_is_split_where_the_values_are_known():
+    """A name with a colon before ": {n}": the shortest first value ("positions") is no known text,
+    so the split that makes the whole name a value wins; an unknown name keeps the first split."""
+    tr = translator({"{name}: {n} tokens differ": "{name}：{n} 个 token 不同",
+                     "positions: new token at 0": "位置：新 token 放在 0"})
+    assert tr.line("positions: new token at 0: 23 tokens differ") == "位置：新 token 放在 0：23 个 token 不同"
+    assert tr.line("my run: 3 tokens differ") == "my run：3 个 token 不同"
+    assert tr.line("a: b: 3 tokens differ") == "a：b: 3 个 token 不同", "nothing known: the first split, as before"
+
+
+def test_a_script_s_own_catalog_decides_where_two_catalogs_differ():
+    """"step" is a float's spacing in 01's exp3 and a stage of Algorithm 0 in 08's exp4: each script
+    shows its own catalog's word, whichever catalog the merged table read last."""
+    shown = {}
+    for script in ("experiments/01_attention_basics/exp3_stable_softmax.py", "experiments/08_flash/exp4_io_counts.py"):
+        shown[script] = install(REPO / script).line("step")
+        uninstall()
+    assert list(shown.values()) == ["间距", "步骤"], shown
+
+
 def test_the_stream_translates_whole_lines_and_flushes_a_partial_one():
     sink = io.StringIO()
     stream = TranslatingStream(sink, translator({"causal mask": "因果掩码"}))
