@@ -30,6 +30,7 @@ import torch
 
 import minimind_ref as mm
 from labkit import Experiment, int_in, int_list, print_table, time_call
+from labkit.i18n import phrase
 
 MIB = 2 ** 20
 VARIANTS = {"MHA": 8, "GQA": 2, "MQA": 1}  # name -> key/value heads
@@ -110,8 +111,9 @@ def plot(lengths, medians, cache_mib, weights_mib):
     left.legend(fontsize=8)
     for name, color in zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green")):
         for path, style in (("fused", "o-"), ("explicit", "x--")):
+            label = phrase(f"{name}, fused") if path == "fused" else phrase(f"{name}, explicit")
             right.plot(lengths, [1e3 * medians[s][(name, path)] for s in lengths], style, color=color,
-                       label=f"{name}, {path}")
+                       label=label)
     right.set(xscale="log", xlabel="cached positions S", ylabel="ms per token (median)",
               title="One decoding step on this CPU")
     right.legend(fontsize=8, ncol=2)
@@ -164,8 +166,9 @@ def time_decoding(models: dict, lengths: list[int], weights_mib: dict, reps: int
         del caches
 
     names = list(models)
-    print_table(["S"] + [f"{n} cache MiB" for n in names] + [f"{n} fused ms" for n in names]
-                + [f"{n} explicit ms" for n in names] + ["MHA/GQA bytes read", "MHA/GQA time (fused)"],
+    print_table(["S"] + [phrase(f"{n} cache MiB") for n in names] + [phrase(f"{n} fused ms") for n in names]
+                + [phrase(f"{n} explicit ms") for n in names]
+                + [phrase("MHA/GQA bytes read"), phrase("MHA/GQA time (fused)")],
                 rows, ["d"] + [".1f"] * 3 + [".1f"] * 6 + [".2f", ".2f"])
     print()
     print("ms: median of the timed steps of one token (the cache grows by a token per step). 'bytes read': "

@@ -36,6 +36,7 @@ import torch
 import minimind_ref as mm
 from labkit import Experiment, int_in, int_list, print_table
 from labkit.figures import plain_number
+from labkit.i18n import phrase
 from minimind_ref.variants.mla import (
     DEEPSEEK_V2,
     LatentCache,
@@ -234,8 +235,9 @@ def cache_table(deepseek_bytes: int, minimind_bytes: int, groups: list[int]) -> 
     mm_heads, mm_d = minimind_cfg.num_attention_heads, minimind_cfg.head_dim
     minimind_variants = [("MHA", mm_heads),
                          (f"GQA-{minimind_cfg.num_key_value_heads}", minimind_cfg.num_key_value_heads), ("MQA", 1)]
-    tables = [cache_rows("DeepSeek-V2 sizes", heads, d_h, deepseek_variants, v2, deepseek_bytes),
-              cache_rows("MiniMind2-Small sizes", mm_heads, mm_d, minimind_variants, MLAConfig(), minimind_bytes)]
+    tables = [cache_rows(phrase("DeepSeek-V2 sizes"), heads, d_h, deepseek_variants, v2, deepseek_bytes),
+              cache_rows(phrase("MiniMind2-Small sizes"), mm_heads, mm_d, minimind_variants, MLAConfig(),
+                         minimind_bytes)]
     layers = {"DeepSeek-V2 sizes": v2.num_hidden_layers, "MiniMind2-Small sizes": minimind_cfg.num_hidden_layers}
     print_table(["sizes", "variant", "numbers/token/layer", "measured bytes (fp32)", "MHA / this",
                  "KiB/token, all layers, bf16"],
@@ -270,10 +272,11 @@ def compare_the_paths(run: dict, steps: int) -> dict:
 def print_rope_table(rope: dict) -> None:
     """Why the rotary part is decoupled: folding W_UK into the query, with and without it."""
     print_table(["layout", "fold W_UK into the query: relative error of the scores"],
-                [["decoupled RoPE (MLA)", f"{rope['decoupled']:.1e}"],
-                 ["RoPE on the full keys, all query-key pairs", f"{rope['rotated_keys']:.2f}"],
-                 ["  pairs at different positions", f"{rope['rotated_keys_off_diagonal']:.2f}"],
-                 ["  pairs at the same position (no rotation between)", f"{rope['rotated_keys_diagonal']:.1e}"]])
+                [[phrase("decoupled RoPE (MLA)"), f"{rope['decoupled']:.1e}"],
+                 [phrase("RoPE on the full keys, all query-key pairs"), f"{rope['rotated_keys']:.2f}"],
+                 ["  " + phrase("pairs at different positions"), f"{rope['rotated_keys_off_diagonal']:.2f}"],
+                 ["  " + phrase("pairs at the same position (no rotation between)"),
+                  f"{rope['rotated_keys_diagonal']:.1e}"]])
     print()
 
 

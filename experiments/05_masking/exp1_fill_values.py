@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from labkit import Experiment, float_in, int_in, print_table, show_heatmaps
+from labkit.i18n import phrase
 from minimind_ref import combined_mask, scaled_dot_product_attention
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -78,7 +79,7 @@ def describe_row(weights: torch.Tensor) -> str:
         return "NaN"
     n = w.numel()
     if torch.allclose(w, torch.full_like(w, 1 / n), atol=1e-3):
-        return f"even, 1/{n} each"
+        return phrase(f"even, 1/{n} each")
     return "[" + ", ".join(f"{v:.2g}" for v in w.tolist()) + "]"
 
 
@@ -241,7 +242,7 @@ def claim_fills(exp, results: dict, thresholds: dict, ours_ok: dict, torch_ok: d
 def draw_weights(exp, maps: list) -> None:
     grid = torch.stack(maps).reshape(len(DTYPES), len(FILLS), 5, 5)
     titles = [f"{d}, fill {f}" for d in DTYPES for f in FILLS]
-    fig = show_heatmaps(grid, x_labels=["pad", "pad", "a", "b", "c"], titles=titles, annotate=True,
+    fig = show_heatmaps(grid, x_labels=[phrase("pad"), phrase("pad"), "a", "b", "c"], titles=titles, annotate=True,
                         suptitle="causal + padding mask on a left-padded row: pad queries (rows 0-1) see no key; "
                                  "NaN is blank")
     exp.save(fig, "weights")

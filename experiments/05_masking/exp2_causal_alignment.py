@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
 from labkit import EPS32, Experiment, int_in, print_table, show_heatmaps
+from labkit.i18n import phrase
 from minimind_ref import (
     KVCache,
     MiniMindConfig,
@@ -127,7 +128,8 @@ def the_mask_torch_applies(S: int, query_lens: list[int]) -> dict:
         alignment[T] = (torch.equal(seen, top_left(T, S)), torch.equal(seen, causal_mask(T, S)))
         rows.append([T, S, " ".join(str(int(r.sum())) for r in seen),
                      " ".join(str(int(r.sum())) for r in causal_mask(T, S)),
-                     "yes" if alignment[T][0] else "no", "yes" if alignment[T][1] else "no"])
+                     phrase("yes") if alignment[T][0] else phrase("no"),
+                     phrase("yes") if alignment[T][1] else phrase("no")])
     print_table(["T", "S", "keys seen per query (torch)", "keys decoding needs", "= top left", "= bottom right"],
                 rows, ["", "", "", "", "", ""])
     print()
@@ -180,8 +182,8 @@ def a_model_with_a_kv_cache(S: int) -> dict:
           f"tokens in one call; compared with one pass over all {S}:")
     print()
     print_table(["mask in every layer", "max |logits - full| / max |full|", "next tokens as the full pass"],
-                [["minimind_ref's own (bottom right)", right_error, f"{right_tokens} of {new}"],
-                 ["top left, as is_causal=True", wrong_error, f"{wrong_tokens} of {new}"]],
+                [[phrase("minimind_ref's own (bottom right)"), right_error, phrase(f"{right_tokens} of {new}")],
+                 [phrase("top left, as is_causal=True"), wrong_error, phrase(f"{wrong_tokens} of {new}")]],
                 ["", ".1e", ""])
     print()
     return {"right_error": right_error, "wrong_error": wrong_error}

@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from labkit import Experiment, float_in, int_in, print_table, show_heatmaps, train
+from labkit.i18n import phrase
 from minimind_ref import MiniMindConfig, MiniMindForCausalLM
 
 VOCAB, WORD, GAP = 16, 4, 4
@@ -129,7 +130,7 @@ def train_with_and_without_the_mask(batch_size: int, held_out_count: int, steps:
 
     held_out = word_sequences(held_out_count, torch.Generator().manual_seed(10_000 + seed))
     runs = {}
-    for name in ("causal mask", "no mask"):
+    for name in (phrase("causal mask"), phrase("no mask")):
         model = build_model(seed)
         if name == "no mask":
             remove_causal_mask(model)

@@ -23,6 +23,7 @@ import torch
 from exp3_training_without_mask import LENGTH, SECOND, WORD, build_model, word_sequences
 
 from labkit import Experiment, int_in, print_table, show_heatmaps, train
+from labkit.i18n import phrase
 from minimind_ref import combined_mask
 
 PAD = 0  # any token id: the attention mask, not the id, is what hides a pad
@@ -102,8 +103,8 @@ def decode_every_way(model, prompts: list, new: int) -> dict:
     # For comparison: left padding through the same plain loop, with no position ids.
     left_plain = greedy_last_column(model, left_ids, left_mask, new)
 
-    return {"each prompt alone": alone, "left-padded batch, generate()": left,
-            "left-padded batch, plain loop": left_plain, "right-padded batch, plain loop": right}
+    return {phrase("each prompt alone"): alone, phrase("left-padded batch, generate()"): left,
+            phrase("left-padded batch, plain loop"): left_plain, phrase("right-padded batch, plain loop"): right}
 
 
 def compare_with_alone(decoded: dict, lengths: list[int], word_next, count: int, new: int) -> dict:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from labkit import EPS32, Experiment, float_in, int_in, print_table, relative_error, show_heatmaps
+from labkit.i18n import phrase
 from labkit.rope_paper import apply_rotary_complex
 from minimind_ref import apply_rotary_pos_emb, precompute_freqs_cis
 from minimind_ref.rope import interleaved_to_half_permutation, rope_inverse_frequencies
@@ -173,18 +174,22 @@ def print_comparison(vectors: dict, matrices: dict, layer: dict, matrix_dim: int
     matrix_error, matrix_unpermuted = matrices["error"], matrices["unpermuted"]
     converted_error, unconverted_error = layer["converted_error"], layer["unconverted_error"]
     tolerance, matrix_tolerance, score_tolerance = VECTOR_TOLERANCE, MATRIX_TOLERANCE, SCORE_TOLERANCE
+
+    def verdict(error: float, allowed: float) -> str:
+        return phrase("same") if error <= allowed else phrase("differ")
+
     print_table(
         ["comparison", "relative max error", "verdict"],
-        [["rotate_half(P x)  vs  P complex(x)", same_error, "same" if same_error <= tolerance else "differ"],
-         ["rotate_half(x)    vs  complex(x)", different_error, "same" if different_error <= tolerance else "differ"],
+        [["rotate_half(P x)  vs  P complex(x)", same_error, verdict(same_error, tolerance)],
+         ["rotate_half(x)    vs  complex(x)", different_error, verdict(different_error, tolerance)],
          [f"R_half vs P R_complex P^T  ({matrix_dim}x{matrix_dim}, m={matrix_position})", matrix_error,
-          "same" if matrix_error <= matrix_tolerance else "differ"],
+          verdict(matrix_error, matrix_tolerance)],
          [f"R_half vs R_complex        ({matrix_dim}x{matrix_dim}, m={matrix_position})",
-          matrix_unpermuted, "same" if matrix_unpermuted <= matrix_tolerance else "differ"],
-         ["scores: W_q, W_k rows permuted per head", converted_error,
-          "same" if converted_error <= score_tolerance else "differ"],
-         ["scores: weights loaded as they are", unconverted_error,
-          "same" if unconverted_error <= score_tolerance else "differ"]],
+          matrix_unpermuted, verdict(matrix_unpermuted, matrix_tolerance)],
+         [phrase("scores: W_q, W_k rows permuted per head"), converted_error,
+          verdict(converted_error, score_tolerance)],
+         [phrase("scores: weights loaded as they are"), unconverted_error,
+          verdict(unconverted_error, score_tolerance)]],
         ["", ".1e", ""])
     print()
     print(f"tolerances (float32 rounding): vectors 16 eps = {tolerance:.1e}, matrices 4 eps = "

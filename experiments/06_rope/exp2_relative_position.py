@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from labkit import EPS32, Experiment, float_in, int_in, print_table, random_attention, relative_error, show_heatmaps
+from labkit.i18n import phrase
 from minimind_ref import (
     Attention,
     MiniMindConfig,
@@ -152,8 +153,8 @@ def print_pairs(near: dict, far_error: float, n: int, d: int, far: int, far_pair
     print(f"head_dim {d}, base {base:g}; one random q and k")
     print_table(["positions", "pairs scored", "spread along m-n = const", "|score - g(m-n)| (float64 g)",
                  "bound N x eps32"],
-                [[f"0..{n - 1} (all pairs)", n * n, f"{spread:.1e}", f"{near_error:.1e}", f"{n * EPS32:.1e}"],
-                 [f"0..{far - 1} (random pairs)", far_pairs, "(few repeats)", f"{far_error:.1e}",
+                [[phrase(f"0..{n - 1} (all pairs)"), n * n, f"{spread:.1e}", f"{near_error:.1e}", f"{n * EPS32:.1e}"],
+                 [phrase(f"0..{far - 1} (random pairs)"), far_pairs, phrase("(few repeats)"), f"{far_error:.1e}",
                   f"{far * EPS32:.1e}"]],
                 ["", "d", "", "", ""])
     print(f"(errors relative to the largest |score|; across offsets the score itself varies by {offset_range:.2f})")

@@ -33,6 +33,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from labkit import Experiment, float_in, int_in, print_table
+from labkit.i18n import phrase
 from minimind_ref import MINIMIND_YARN, MiniMindConfig, MiniMindModel, apply_rotary_pos_emb
 from minimind_ref.rope import rope_inverse_frequencies, yarn_inverse_frequencies, yarn_ramp
 
@@ -60,8 +61,8 @@ def check_arguments(args):
 def methods(dim: int, base: float, scaling: dict) -> dict[str, torch.Tensor]:
     """Each method's theta_i, float64. [dim/2] each"""
     plain = rope_inverse_frequencies(dim, base).double()
-    return {"plain RoPE": plain,
-            "position interpolation": plain / scaling["factor"],
+    return {phrase("plain RoPE"): plain,
+            phrase("position interpolation"): plain / scaling["factor"],
             "YaRN": yarn_inverse_frequencies(dim, base, scaling).double()}
 
 
@@ -110,7 +111,7 @@ def print_pair_table(d: int, base: float, scaling: dict, theta: dict, pairs: dic
           f"attention_factor {scaling['attention_factor']}")
     rows = []
     for i in range(d // 2):
-        kind = "kept" if i in kept else "divided" if i in divided else "ramp"
+        kind = phrase("kept") if i in kept else phrase("divided") if i in divided else phrase("ramp")
         rows.append([i, plain[i].item(), pairs["wavelength"][i].item(), pairs["turns"][i].item(),
                      pairs["ramp"][i].item(), (theta["YaRN"][i] / plain[i]).item(), kind])
     print_table(["pair", "theta_i", "wavelength", f"turns in {trained}", "ramp", "YaRN theta / theta", ""],
