@@ -134,7 +134,6 @@ def test_a_scripts_own_catalog_wins_over_another_catalogs_translation(tmp_path, 
     script.write_text('from labkit.i18n import phrase\nprint(phrase("no"))\n', encoding="utf-8")
     catalog.write_text(f"<!-- zh-CN {key_of('no')} · line 2: output (phrase) -->\n否\n", encoding="utf-8")
     use_language("zh-CN")
-    assert OutputTranslator().known("no") == "不对称"
     assert install(script).line("no") == "否"
 
 
