@@ -3,17 +3,14 @@
 The teaching code prints English; in Chinese, each printed line and each figure text is matched
 against the English templates of the code that made it (labkit/i18n/templates.py) and shown with
 the catalog's Chinese, the values put back unchanged. These tests hold the engine (templates,
-matching, the stream, figures, the PNG record, the catalog's faithfulness rule) and the taste
-route's three scripts, run in Chinese as a learner runs them: no line of English prose, no English
-word on a figure, every value as in English.
+matching, the stream, figures, the PNG record, the catalog's faithfulness rule); the scripts run in
+Chinese as a learner runs them in tests/course/test_experiments.py.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -44,9 +41,6 @@ from labkit.i18n.templates import Template, source_templates  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
-TASTE = ["experiments/01_attention_basics/exp3_stable_softmax.py",
-         "experiments/07_kv_cache/exp1_cached_equals_recompute.py",
-         "experiments/09_reading_heads/exp1_head_scores.py"]
 
 
 @pytest.fixture(autouse=True)
@@ -269,23 +263,6 @@ def test_png_texts_of_a_plain_png_is_none(tmp_path):
         record_png(tmp_path / "not.png", [])
 
 
-# ------------------------------------------------------------------------------------------ the taste route
-
-@pytest.mark.parametrize("script", TASTE)
-def test_the_taste_route_speaks_chinese(script, tmp_path):
-    """Run as the Chinese README says (LANG=zh-CN): every claim holds, no printed line holds English
-    prose, no figure holds an English word, and the values are the English run's (its claim count)."""
-    env = {**os.environ, "LANG": "zh-CN", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    env.pop(ENV, None)
-    run = subprocess.run([sys.executable, str(REPO / script), "--out", str(tmp_path)], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout + run.stderr
-    lines = run.stdout.splitlines()
-    english = [line for line in lines if english_prose(line)]
-    assert not english, "English prose in a Chinese run:\n" + "\n".join(english)
-    assert sum(line.startswith("\u2713 结论成立") for line in lines) >= 1
-    pngs = sorted(tmp_path.glob("*.png"))
-    assert pngs, "the script saved its figure"
-    for png in pngs:
-        texts = [entry["text"] for entry in png_texts(png) if not entry.get("tick")]
-        assert texts and not [t for t in texts if english_words(t)], (png.name, texts)
+# Every experiment script that has a catalog runs in Chinese, as the Chinese README says (LANG=zh-CN),
+# in tests/course/test_experiments.py: its claims hold, and it prints no English prose and draws no
+# English label.
