@@ -15,13 +15,53 @@ set is kept. The serial pass (`-n0`, the claims about time) runs alone and keeps
 
 import os
 
+import pytest
+
 os.environ["ATTENTION_LAB_STRICT_CHECKS"] = "1"
 
 if "PYTEST_XDIST_WORKER" in os.environ:
     for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_variable, "1")
 
-# The Chinese notebooks (notebooks/zh-CN/) are built from the English ones with the same code cells and
-# stored outputs, byte for byte (tests/course/test_translation.py holds that), so nbval would only run
-# the same code again; their kernels would also speak Chinese where the stored outputs are English.
+# The Chinese notebooks (notebooks/zh-CN/) run the English ones' code cells (tests/course/test_translation.py
+# holds that), so nbval would only run the same code again: their stored outputs are held, without a
+# kernel, to the English outputs translated (tests/course/test_chinese_outputs.py).
 collect_ignore_glob = ["notebooks/zh-CN/*"]
+
+
+# How the parallel pass shares its work. xdist's `loadfile` gives each worker whole files (so a file's
+# module fixtures are built once per worker), the files with the most tests first. A test count is not
+# a cost: the 900 bound facts take seconds, the ten learner copies minutes; and a costly file handed
+# out last leaves the other worker idle at the end (on 2 cores, a minute of the suite). So the costly
+# files go first, in COSTLY's order (the learner copies, the experiment runs, the browser, the
+# grader's subprocesses, the slowest notebooks), the rest after them as collected; and the two files
+# whose tests are each a whole run of their own (a learner copy in a kernel, an experiment script) are
+# shared test by test, so that both workers take them. `ARGS="--dist load"` and the like are kept.
+COSTLY = ("tests/kit/test_student_copies.py", "tests/course/test_experiments.py",
+          "tests/kit/test_slides_browser.py", "tests/kit/test_grader_hostile.py", "tests/kit/test_grader.py",
+          "tests/kit/test_grader_notebook.py", "notebooks/10_capstone.ipynb", "notebooks/04_gqa.ipynb",
+          "notebooks/05_masking.ipynb", "tests/kit/test_portability.py", "tests/kit/test_harness.py")
+BY_TEST = ("tests/kit/test_student_copies.py", "tests/course/test_experiments.py")
+
+
+def _path(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class CostlyFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if _path(nodeid) in BY_TEST else super()._split_scope(nodeid)
+
+    config.option.loadscopereorder = False  # the order of collection, below, not the test count
+    return CostlyFirst(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: index for index, path in enumerate(COSTLY)}
+    items.sort(key=lambda item: rank.get(_path(item.nodeid), len(COSTLY)))  # stable: each file's order kept

@@ -15,7 +15,6 @@ import copy
 import os
 import re
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -603,20 +602,19 @@ def learner_runs() -> list[tuple[Path, str]]:
             for path in WITH_EXERCISES]
 
 
-def test_every_learner_copy_runs_headless_and_each_check_says_not_yet():
-    """Every copy, run side by side (one kernel per copy, a worker per core), from a folder beside
-    notebooks/ as workspace/ is (workspace/zh-CN/ for a Chinese copy, as make lab LANG=zh-CN makes
-    it): the copies' relative paths resolve as a learner's do, and each check (the grader's too)
-    says "not yet" in the copy's language."""
-    runs = learner_runs()
-    assert {lang for _, lang in runs} == {"en", "zh-CN"}, "both languages run (make translations builds zh-CN)"
-    folders = {"en": ROOT / WORKSPACE, "zh-CN": ROOT / WORKSPACE / "zh-CN"}
-    for folder in folders.values():
-        folder.mkdir(parents=True, exist_ok=True)  # git-ignored; nothing is written into it here
-    workers = max(1, min(len(runs), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        found = pool.map(lambda run: _run_copy(run[0], folders[run[1]], run[1]), runs)
-        problems = [line for lines in found for line in lines]
+def test_both_languages_run():
+    assert {lang for _, lang in learner_runs()} == {"en", "zh-CN"}, "make translations builds notebooks/zh-CN"
+
+
+@pytest.mark.parametrize("path, lang", learner_runs(), ids=lambda x: x.stem if isinstance(x, Path) else x)
+def test_every_learner_copy_runs_headless_and_each_check_says_not_yet(path, lang):
+    """The copy, run from a folder beside notebooks/ as workspace/ is (workspace/zh-CN/ for a Chinese
+    copy, as make lab LANG=zh-CN makes it): its relative paths resolve as a learner's do, and each
+    check (the grader's too) says "not yet" in the copy's language. The copies run side by side,
+    one per test worker (conftest.py shares this file test by test)."""
+    folder = ROOT / WORKSPACE / ("zh-CN" if lang == "zh-CN" else "")
+    folder.mkdir(parents=True, exist_ok=True)  # git-ignored; nothing is written into it here
+    problems = _run_copy(path, folder, lang)
     assert not problems, "\n".join(problems)
 
 
