@@ -28,14 +28,17 @@ every figure's labels without looking at pixels.
 from __future__ import annotations
 
 import json
+import re
 import struct
 import sys
+import unicodedata
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 
-from labkit.i18n.catalog import key_of
+from labkit.i18n.catalog import key_of, read_catalog
 from labkit.i18n.prose import english_words
-from labkit.i18n.templates import Template, fill, source_templates
+from labkit.i18n.templates import Template, extended_context, fill, source_templates
 
 __all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "install", "png_texts",
            "record_png", "translate_figure", "uninstall"]
@@ -50,26 +53,41 @@ _active: OutputTranslator | None = None
 # translated where a catalog knows them, and only the punctuation changes. One matches only where
 # a value is a known text and the others hold no English word (numbers, code: "causal mask: P x"),
 # never a line of values such as "[(1, 0), (1, 1)]".
+CELL = re.compile(r"\S+(?: \S+)*")  # a table's cell: words apart by single spaces
 COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}"}
 
 
 class OutputTranslator:
-    """English templates with a Chinese translation, and the text they translate."""
+    """English templates with a Chinese translation, and the text they translate.
+
+    What is translated: a line (or a value inside one) that holds English words
+    (labkit/i18n/prose.py); a line of numbers, code, shapes or tensors is shown as written, so a
+    value such as `x`, `16` or `[1, 0, 0]` is never rewritten because some catalog knows it. A
+    value is translated only when it is a whole known text whose Chinese differs.
+
+    Where the Chinese comes from: the catalog a source was added with (`add_source(source,
+    catalog=...)`: a script's or a notebook's own), then every catalog of the course (`table`). The
+    same English may be translated two ways in two catalogs ("step" is 步数 in one notebook and 间距
+    in a script): a source's own catalog decides for its own lines.
+    """
 
     def __init__(self, table: dict[str, str] | None = None):
         if table is None:
             from labkit.i18n import _translations
             table = _translations()
         self.table = table
+        self.own: dict[str, str] = {}  # key -> Chinese, from the catalogs the sources were added with
         self.templates: dict[str, tuple[Template, str]] = {}  # English -> (template, Chinese)
         self.exact: dict[str, str] = {}  # English text without values -> Chinese
+        self.context = ""  # the sources added so far: a name bound in one cell is followed in the next
         self._ordered: list[tuple[Template, str]] | None = None
         for english, chinese in COMPOSED.items():
             self.templates[english] = (Template(english), chinese)
 
-    def add(self, english: str) -> None:
-        chinese = self.table.get(key_of(english))
-        if chinese is None or english in self.templates:
+    def add(self, english: str, catalog: Mapping[str, str] | None = None) -> None:
+        key = key_of(english)
+        chinese = (catalog or {}).get(key) or self.table.get(key)
+        if chinese is None or (english in self.templates and not (catalog and key in catalog)):
             return
         template = Template(english)
         if template.fields:
@@ -79,16 +97,28 @@ class OutputTranslator:
             self.exact[template.literals[0] if template.literals else ""] = fill(chinese, {})
 
     def known(self, text: str) -> str | None:
-        """The Chinese of a whole text without values: the templates', then any catalog's."""
-        if text in self.exact:
-            return self.exact[text]
-        found = self.table.get(key_of(text))
-        return None if found is None or "{" in found else found
+        """The Chinese of a whole text without values that holds English words: the templates', then
+        the sources' own catalogs', then any catalog's; None where it has no English word (a number,
+        code: `x`, `16`) or its Chinese is the same text."""
+        if not english_words(text):
+            return None
+        found = self.exact.get(text)
+        if found is None:
+            key = key_of(text)
+            found = self.own.get(key, self.table.get(key))
+            found = None if found is None or "{" in found else found
+        return None if found == text else found
 
-    def add_source(self, source: str) -> None:
-        """Learn the templates of a Python source (a script, a notebook cell)."""
-        for _, _, template in source_templates(source):
-            self.add(template)
+    def add_source(self, source: str, catalog: Path | Mapping[str, str] | None = None) -> None:
+        """Learn the templates of a Python source (a script, a notebook cell, after the cells before
+        it), translated by `catalog` (a catalog's path, or key -> Chinese) where it knows them."""
+        if isinstance(catalog, Path):
+            catalog = read_catalog(catalog).finished() if catalog.is_file() else {}
+        if catalog:
+            self.own.update(catalog)
+        for _, _, template in source_templates(source, self.context):
+            self.add(template, catalog)
+        self.context = extended_context(self.context, source)
 
     def _by_weight(self) -> list[tuple[Template, str]]:
         if self._ordered is None:  # most specific first: a line that two templates match takes this one
@@ -96,31 +126,53 @@ class OutputTranslator:
         return self._ordered
 
     def line(self, text: str, depth: int = 0) -> str:
-        """One line (no newline) in Chinese, or as written when no template matches it."""
+        """One line (no newline) in Chinese, or as written when nothing matches it. A line without
+        an English word (values, code, numbers) is always as written."""
         core = text.strip(" ")
-        if not core or depth > DEPTH:
+        if not core or depth > DEPTH or not english_words(core):
             return text
         lead, trail = text[:len(text) - len(text.lstrip(" "))], text[len(text.rstrip(" ")):]
         exact = self.known(core)
         if exact is not None:
             return lead + exact + trail
         for template, chinese in self._by_weight():
-            values = template.match(core)
+            values, start = template.match(core), lead
+            if values is None and lead:  # its first value printed the spaces: f"{'':10} boundaries ..."
+                values, start = template.match(text.rstrip(" ")), ""
             if values is not None and template.text in COMPOSED and not self._composed(values):
                 values = None
             if values is not None:
                 values = {field: self.line(value, depth + 1) for field, value in values.items()}
-                return lead + fill(chinese, values) + trail
-        return text
+                return start + fill(chinese, values) + trail
+        return self._row(text) if depth == 0 else text
 
     def _composed(self, values: dict[str, str]) -> bool:
         known = [self.known(value) is not None for value in values.values()]
         return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
 
+    def _row(self, text: str) -> str:
+        """A line that no template matches, read as a table's row (cells apart by two or more
+        spaces): each cell that is a known text translated, the columns kept (a Chinese character
+        takes two). As written where no cell is known."""
+        cells = [(m.start(), m.end(), m.group()) for m in CELL.finditer(text)]
+        shown = [self.line(cell, 1) for _, _, cell in cells]
+        if len(cells) < 2 or shown == [cell for _, _, cell in cells]:
+            return text
+        (start, _, _), out = cells[0], ""
+        out = text[:start] + shown[0]  # the first cell keeps its left edge, the others their right edge
+        for (_, end, _), cell in zip(cells[1:], shown[1:]):
+            out += " " * max(columns(text[:end]) - columns(cell) - columns(out), 2) + cell
+        return out
+
     def text(self, text: str) -> str:
         """A text of one or more lines (a figure's label, a table's cell), line by line; each run of
         a line between carriage returns (a progress line redrawn) on its own."""
         return "\n".join("\r".join(self.line(part) for part in line.split("\r")) for line in text.split("\n"))
+
+
+def columns(text: str) -> int:
+    """Columns a text takes on a terminal: two for a wide (Chinese) character."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 class TranslatingStream:

@@ -36,7 +36,7 @@ from functools import cached_property
 
 from labkit.i18n.prose import english_words
 
-__all__ = ["Template", "placeholders", "source_templates"]
+__all__ = ["Template", "extended_context", "placeholders", "source_templates"]
 
 
 # Calls that show their text arguments: name -> positions of the text arguments.
@@ -52,6 +52,8 @@ SHOWN_KEYWORDS = {"title", "titles", "suptitle", "xlabel", "ylabel", "label", "l
 KEYWORDS_OF = {"show_heatmaps": SHOWN_KEYWORDS, "set": {"title", "xlabel", "ylabel"}}
 # Builtins whose result holds their arguments' texts, met in a loop over titles.
 PASS_THROUGH = {"zip", "enumerate", "list", "tuple", "sorted", "reversed"}
+# Methods whose result holds the texts of the object they are called on (a dict's keys, a list's items).
+VIEWS = {"items", "keys", "values", "copy", "join", "get", "pop", "setdefault"}
 # In any other call (a plot's `label=`, a helper of the script's own given a title), these name a text.
 ANY_CALL_KEYWORDS = {"label", "labels", "title", "titles", "suptitle", "xlabel", "ylabel"}
 
@@ -79,7 +81,7 @@ def placeholders(template: str) -> list[tuple[str, str]]:
             if literal:
                 pieces.append(("literal", "".join(literal)))
                 literal = []
-            pieces.append(("field", template[i + 1:j - 1]))
+            pieces.append(("field", template[i + 1:j - 1].strip(" ")))  # `{ {k: v} }`: a dict's own braces
             i = j
         else:
             literal.append(ch)
@@ -152,7 +154,8 @@ def _template(node: ast.AST) -> str | None:
             if isinstance(part, ast.Constant):
                 out.append(_escape(str(part.value)))
             else:  # FormattedValue
-                out.append("{" + ast.unparse(part.value) + "}")
+                folded = _constant(part)
+                out.append(_escape(folded) if folded is not None else _field(part.value))
         return "".join(out)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _template(node.left), _template(node.right)
@@ -163,7 +166,28 @@ def _template(node: ast.AST) -> str | None:
 
 
 def _field(node: ast.AST) -> str:
-    return "{" + ast.unparse(node) + "}"
+    """A placeholder: the expression's source; one that starts or ends with a brace (a dict, a set,
+    a comprehension) is written `{ {k: v for ...} }`, as an f-string writes it, never `{{`."""
+    code = ast.unparse(node)
+    return "{ " + code + " }" if code.startswith("{") or code.endswith("}") else "{" + code + "}"
+
+
+def _constant(part: ast.FormattedValue) -> str | None:
+    """A formatted string constant as it prints (`f"{'var raw':>8}"` is `   var raw`): a table's
+    header written as constants is text, not a value. None for anything else."""
+    if not (isinstance(part.value, ast.Constant) and isinstance(part.value.value, str)):
+        return None
+    spec = part.format_spec
+    if spec is not None and not all(isinstance(v, ast.Constant) for v in spec.values):
+        return None
+    value = part.value.value
+    value = {-1: value, ord("s"): str(value), ord("r"): repr(value), ord("a"): ascii(value)}.get(part.conversion)
+    if value is None:
+        return None
+    try:
+        return format(value, "".join(str(v.value) for v in spec.values) if spec is not None else "")
+    except (ValueError, TypeError):
+        return None
 
 
 def _print_template(call: ast.Call) -> str | None:
@@ -193,9 +217,12 @@ def _lines(template: str) -> list[str]:
 class _Finder(ast.NodeVisitor):
     """Walks a module, keeping each scope's assignments to resolve the names a display call is given."""
 
-    def __init__(self) -> None:
+    def __init__(self, offset: int = 0) -> None:
+        self.offset = offset  # lines of context before the source
+        self.shown_at = (0, 0)
         self.found: list[tuple[int, int, str, str]] = []
         self.scopes: list[dict[str, list[ast.AST]]] = []
+        self.functions: list[dict[str, ast.AST]] = []  # each scope's own functions, by name
 
     # -- scopes
     def _assignments(self, body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
@@ -213,6 +240,10 @@ class _Finder(ast.NodeVisitor):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
                         bind(target, node.value)
+                        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                            # ablation[f"head {h} off"] = ...: a key and a value of the dict `ablation`
+                            names.setdefault(target.value.id, []).append(
+                                ast.Dict(keys=[target.slice], values=[node.value]))
                 elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
                     bind(node.target, node.value)
                 elif isinstance(node, (ast.For, ast.comprehension)):
@@ -223,24 +254,36 @@ class _Finder(ast.NodeVisitor):
                     names.setdefault(node.func.value.id, []).append(node.args[-1])
         return names
 
-    def visit_Module(self, node: ast.Module) -> None:
-        self.scopes.append(self._assignments(node.body))
-        self.generic_visit(node)
+    def _enter(self, body: list[ast.stmt]) -> None:
+        self.scopes.append(self._assignments(body))
+        self.functions.append({node.name: node for statement in body for node in _defined(statement)})
+
+    def _leave(self) -> None:
         self.scopes.pop()
+        self.functions.pop()
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._enter(node.body)
+        for statement in node.body:  # the context's statements bind names; only the source's are read
+            if statement.lineno > self.offset:
+                self.visit(statement)
+        self._leave()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.scopes.append(self._assignments(node.body))
+        self._enter(node.body)
         self.generic_visit(node)
-        self.scopes.pop()
+        self._leave()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     # -- calls
     def add(self, node: ast.AST, what: str, template: str) -> None:
+        where = (node.lineno, node.col_offset) if node.lineno > self.offset else self.shown_at
         for line in _lines(template):
-            self.found.append((node.lineno, node.col_offset, what, line))
+            self.found.append((*where, what, line))
 
     def visit_Call(self, node: ast.Call) -> None:
+        self.shown_at = (node.lineno, node.col_offset)  # where a text found in the context is shown
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         if name == "print":
             template = _print_template(node)
@@ -268,15 +311,20 @@ class _Finder(ast.NodeVisitor):
             if top:
                 self.add(node, what, template)
             for part in ast.walk(node):  # texts inside its placeholders: `{'a' if x else 'b'}`
-                if isinstance(part, ast.FormattedValue):
+                if isinstance(part, ast.FormattedValue):  # a constant too: a header cell, for a row (output.py)
                     self.texts_in(part.value, what, top=True, seen=seen)
+                elif isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):  # "T = S " + "".join(names)
+                    for side in (part.left, part.right):
+                        if _template(side) is None:
+                            self.texts_in(side, what, seen=seen)
             return
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             for element in node.elts:
                 self.texts_in(element, what, seen=seen)
-        elif isinstance(node, ast.Dict):
-            for value in node.values:
-                self.texts_in(value, what, seen=seen)
+        elif isinstance(node, ast.Dict):  # a dict's keys are shown too: `for name, f in ways.items()`
+            for part in [*node.keys, *node.values]:
+                if part is not None:
+                    self.texts_in(part, what, seen=seen)
         elif isinstance(node, ast.IfExp):
             self.texts_in(node.body, what, seen=seen)
             self.texts_in(node.orelse, what, seen=seen)
@@ -286,6 +334,7 @@ class _Finder(ast.NodeVisitor):
         elif isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             self.texts_in(node.elt, what, seen=seen)
         elif isinstance(node, ast.DictComp):
+            self.texts_in(node.key, what, seen=seen)
             self.texts_in(node.value, what, seen=seen)
         elif isinstance(node, ast.Subscript):
             self.texts_in(node.value, what, seen=seen)
@@ -294,12 +343,40 @@ class _Finder(ast.NodeVisitor):
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in PASS_THROUGH:
             for arg in node.args:  # for ax, (key, title) in zip(axes, [("previous", "previous token"), ...])
                 self.texts_in(arg, what, seen=seen)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in VIEWS:
+            self.texts_in(node.func.value, what, seen=seen)  # ways.items(), names.copy()
+            if node.func.attr == "join":  # "; ".join(titles)
+                for arg in node.args:
+                    self.texts_in(arg, what, seen=seen)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in seen:
+            for scope in reversed(self.functions):  # a function of the same source: the texts it returns
+                if node.func.id in scope:
+                    for value in _returned(scope[node.func.id]):
+                        self.texts_in(value, what, seen=seen | {node.func.id})
+                    break
         elif isinstance(node, ast.Name) and node.id not in seen:
             for scope in reversed(self.scopes):
                 if node.id in scope:
                     for value in scope[node.id]:
                         self.texts_in(value, what, seen=seen | {node.id})
                     break
+
+
+def _returned(function: ast.AST) -> list[ast.AST]:
+    """What a function returns (its own `return`s, not those of functions inside it)."""
+    return [node.value for statement in function.body if not isinstance(statement, FUNCTIONS)
+            for node in _walk_scope(statement) if isinstance(node, ast.Return) and node.value is not None]
+
+
+def _defined(statement: ast.stmt) -> list[ast.AST]:
+    """The functions a statement of a scope defines (in a `with` or an `if` too, not inside another)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [statement]
+    return [child for node in _walk_scope(statement) for child in ast.iter_child_nodes(node)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def _walk_scope(node: ast.AST):
@@ -309,23 +386,43 @@ def _walk_scope(node: ast.AST):
         current = stack.pop()
         yield current
         for child in ast.iter_child_nodes(current):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if not isinstance(child, FUNCTIONS):
                 stack.append(child)
 
 
-def source_templates(source: str) -> list[tuple[int, str, str]]:
-    """(line number, what, template) for every template of a Python source (a script, or a code
-    cell: lines of IPython magics are left out), in source order, each template once."""
-    lines = [line if not line.lstrip().startswith(("%", "!")) else "" for line in source.splitlines()]
+def _code(text: str) -> list[str]:
+    """Python lines of a script or a cell, IPython magics (`%time`, `!ls`) blanked."""
+    return [line if not line.lstrip().startswith(("%", "!")) else "" for line in text.splitlines()]
+
+
+def extended_context(context: str, source: str) -> str:
+    """The context for the next cell: `context` and `source`, when `source` is Python."""
     try:
-        tree = ast.parse("\n".join(lines))
+        ast.parse("\n".join(_code(source)))
     except SyntaxError:
-        return []
-    finder = _Finder()
+        return context
+    return context + "\n" + source if context else source
+
+
+def source_templates(source: str, context: str = "") -> list[tuple[int, str, str]]:
+    """(line number, what, template) for every template of a Python source (a script, or a code
+    cell: lines of IPython magics are left out), in source order, each template once. `context` is
+    code that ran before it (a notebook's earlier cells): the names it binds are followed, its own
+    prints are not read."""
+    before, lines = _code(context), _code(source)
+    try:
+        tree = ast.parse("\n".join(before + lines))
+    except SyntaxError:
+        before = []
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            return []
+    finder = _Finder(len(before))
     finder.visit(tree)
     out, seen = [], set()
     for line, _, what, template in sorted(finder.found):
         if template not in seen:
             seen.add(template)
-            out.append((line, what, template))
+            out.append((line - len(before), what, template))
     return out
