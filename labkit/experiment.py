@@ -59,7 +59,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .i18n import ENV, LANGUAGES, language, tr, use_language
+from .i18n import ENV, LANGUAGES, TRANSLATIONS, language, tr, use_language
 from .syllabus import find_course_root
 
 CHECK, CROSS = "\u2713", "\u2717"
@@ -420,7 +420,9 @@ def _speak(flag: str | None, script: Path) -> None:
     if language() != "en":
         from labkit.i18n.output import install
 
-        install(script)
+        # the script's own catalog decides its lines where two catalogs translate one English two ways
+        own = script.resolve().parents[2] / TRANSLATIONS / "experiments" / script.parent.name / f"{script.stem}.md"
+        install().add_source(script.read_text(encoding="utf-8"), catalog=own)
 
 
 def _seed(seed: int) -> None:

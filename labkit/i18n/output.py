@@ -38,7 +38,7 @@ from pathlib import Path
 
 from labkit.i18n.catalog import key_of, read_catalog
 from labkit.i18n.prose import english_words
-from labkit.i18n.templates import Template, extended_context, fill, source_templates
+from labkit.i18n.templates import Context, Template, extended_context, fill, source_templates
 
 __all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "install", "png_texts",
            "record_png", "translate_figure", "uninstall"]
@@ -79,7 +79,7 @@ class OutputTranslator:
         self.own: dict[str, str] = {}  # key -> Chinese, from the catalogs the sources were added with
         self.templates: dict[str, tuple[Template, str]] = {}  # English -> (template, Chinese)
         self.exact: dict[str, str] = {}  # English text without values -> Chinese
-        self.context = ""  # the sources added so far: a name bound in one cell is followed in the next
+        self.context: Context | None = None  # what the sources so far bound: a cell's names, in the next
         self._ordered: list[tuple[Template, str]] | None = None
         for english, chinese in COMPOSED.items():
             self.templates[english] = (Template(english), chinese)

@@ -30,13 +30,14 @@ Chinese template gets the same values back. Standard library only.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass
 from functools import cached_property
 
 from labkit.i18n.prose import english_words
 
-__all__ = ["Template", "extended_context", "placeholders", "source_templates"]
+__all__ = ["Context", "Template", "extended_context", "placeholders", "source_templates"]
 
 
 # Calls that show their text arguments: name -> positions of the text arguments.
@@ -214,59 +215,77 @@ def _lines(template: str) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Context:
+    """What the code that ran before a source bound (a notebook's earlier cells): its module-level
+    names, each with the values assigned to it, and its functions. Made by `extended_context`."""
+    names: dict = dataclasses.field(default_factory=dict)
+    functions: dict = dataclasses.field(default_factory=dict)
+
+
+def _assignments(body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
+    """name -> every value a scope's statements assign to it (a loop's target: what it loops over)."""
+    names: dict[str, list[ast.AST]] = {}
+
+    def bind(target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            names.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                bind(element, value)
+
+    for statement in body:
+        for node in _walk_scope(statement):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind(target, node.value)
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        # ablation[f"head {h} off"] = ...: a key and a value of the dict `ablation`
+                        names.setdefault(target.value.id, []).append(
+                            ast.Dict(keys=[target.slice], values=[node.value]))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                bind(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                bind(node.target, node.iter)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("append", "extend", "insert") and isinstance(node.func.value, ast.Name)
+                  and node.args):
+                names.setdefault(node.func.value.id, []).append(node.args[-1])
+    return names
+
+
+def _functions(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    return {node.name: node for statement in body for node in _defined(statement)}
+
+
 class _Finder(ast.NodeVisitor):
     """Walks a module, keeping each scope's assignments to resolve the names a display call is given."""
 
-    def __init__(self, offset: int = 0) -> None:
-        self.offset = offset  # lines of context before the source
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.own: set[int] = set()  # the source's nodes (a text found in the context is placed at its call)
         self.shown_at = (0, 0)
         self.found: list[tuple[int, int, str, str]] = []
         self.scopes: list[dict[str, list[ast.AST]]] = []
         self.functions: list[dict[str, ast.AST]] = []  # each scope's own functions, by name
 
     # -- scopes
-    def _assignments(self, body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
-        names: dict[str, list[ast.AST]] = {}
-
-        def bind(target: ast.AST, value: ast.AST) -> None:
-            if isinstance(target, ast.Name):
-                names.setdefault(target.id, []).append(value)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                for element in target.elts:
-                    bind(element, value)
-
-        for statement in body:
-            for node in _walk_scope(statement):
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        bind(target, node.value)
-                        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                            # ablation[f"head {h} off"] = ...: a key and a value of the dict `ablation`
-                            names.setdefault(target.value.id, []).append(
-                                ast.Dict(keys=[target.slice], values=[node.value]))
-                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                    bind(node.target, node.value)
-                elif isinstance(node, (ast.For, ast.comprehension)):
-                    bind(node.target, node.iter)
-                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                      and node.func.attr in ("append", "extend", "insert") and isinstance(node.func.value, ast.Name)
-                      and node.args):
-                    names.setdefault(node.func.value.id, []).append(node.args[-1])
-        return names
-
     def _enter(self, body: list[ast.stmt]) -> None:
-        self.scopes.append(self._assignments(body))
-        self.functions.append({node.name: node for statement in body for node in _defined(statement)})
+        self.scopes.append(_assignments(body))
+        self.functions.append(_functions(body))
 
     def _leave(self) -> None:
         self.scopes.pop()
         self.functions.pop()
 
     def visit_Module(self, node: ast.Module) -> None:
-        self._enter(node.body)
-        for statement in node.body:  # the context's statements bind names; only the source's are read
-            if statement.lineno > self.offset:
-                self.visit(statement)
+        self.own = {id(part) for part in ast.walk(node)}
+        names = {name: list(values) for name, values in self.context.names.items()}  # one module scope
+        for name, values in _assignments(node.body).items():
+            names.setdefault(name, []).extend(values)
+        self.scopes.append(names)
+        self.functions.append({**self.context.functions, **_functions(node.body)})
+        self.generic_visit(node)
         self._leave()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -278,7 +297,7 @@ class _Finder(ast.NodeVisitor):
 
     # -- calls
     def add(self, node: ast.AST, what: str, template: str) -> None:
-        where = (node.lineno, node.col_offset) if node.lineno > self.offset else self.shown_at
+        where = (node.lineno, node.col_offset) if id(node) in self.own else self.shown_at
         for line in _lines(template):
             self.found.append((*where, what, line))
 
@@ -395,34 +414,38 @@ def _code(text: str) -> list[str]:
     return [line if not line.lstrip().startswith(("%", "!")) else "" for line in text.splitlines()]
 
 
-def extended_context(context: str, source: str) -> str:
-    """The context for the next cell: `context` and `source`, when `source` is Python."""
+def _parsed(source: str) -> ast.Module | None:
     try:
-        ast.parse("\n".join(_code(source)))
+        return ast.parse("\n".join(_code(source)))
     except SyntaxError:
+        return None
+
+
+def extended_context(context: Context | None, source: str) -> Context:
+    """The context for the cell after `source` (the names it binds added to `context`'s)."""
+    context = context or Context()
+    tree = _parsed(source)
+    if tree is None:
         return context
-    return context + "\n" + source if context else source
+    names = {name: list(values) for name, values in context.names.items()}
+    for name, values in _assignments(tree.body).items():
+        names.setdefault(name, []).extend(values)
+    return Context(names, {**context.functions, **_functions(tree.body)})
 
 
-def source_templates(source: str, context: str = "") -> list[tuple[int, str, str]]:
+def source_templates(source: str, context: Context | None = None) -> list[tuple[int, str, str]]:
     """(line number, what, template) for every template of a Python source (a script, or a code
-    cell: lines of IPython magics are left out), in source order, each template once. `context` is
-    code that ran before it (a notebook's earlier cells): the names it binds are followed, its own
-    prints are not read."""
-    before, lines = _code(context), _code(source)
-    try:
-        tree = ast.parse("\n".join(before + lines))
-    except SyntaxError:
-        before = []
-        try:
-            tree = ast.parse("\n".join(lines))
-        except SyntaxError:
-            return []
-    finder = _Finder(len(before))
+    cell: lines of IPython magics are left out), in source order, each template once. `context`
+    holds what the code before it bound (a notebook's earlier cells, `extended_context`): a name
+    bound there and shown here is followed to its texts."""
+    tree = _parsed(source)
+    if tree is None:
+        return []
+    finder = _Finder(context or Context())
     finder.visit(tree)
     out, seen = [], set()
     for line, _, what, template in sorted(finder.found):
         if template not in seen:
             seen.add(template)
-            out.append((line - len(before), what, template))
+            out.append((line, what, template))
     return out

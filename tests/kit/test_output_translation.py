@@ -40,7 +40,7 @@ from labkit.i18n.output import (  # noqa: E402
     uninstall,
 )
 from labkit.i18n.prose import english_prose, english_words  # noqa: E402
-from labkit.i18n.templates import Template, source_templates  # noqa: E402
+from labkit.i18n.templates import Template, extended_context, source_templates  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
@@ -309,8 +309,8 @@ print(f"{len(x)} {'x_1'}", [1, 2], ("(1, 2)", "3"))
             "induction", "causal mask", "no mask"} <= found
     assert "SDPA" not in found and "(1, 2)" not in found and "3" not in found, "no English word, no unit"
     later = "for name in names:\n    print(f'{name}: done')\n"
-    assert "causal" in {text for _, _, text in source_templates(later, context='names = ["causal"]\n')}, \
-        "a name bound in an earlier cell"
+    earlier = extended_context(None, 'names = ["causal"]\n')
+    assert "causal" in {text for _, _, text in source_templates(later, earlier)}, "a name bound in an earlier cell"
 
 
 def test_a_sources_own_catalog_decides_its_own_lines():

@@ -65,7 +65,7 @@ def code_texts(source: str) -> list[tuple[str, str]]:
 
 
 def notebook_units(path: Path) -> list[Unit]:
-    units, context = [], ""  # the cells before: a text bound in one cell may be printed in a later one
+    units, context = [], None  # the cells before: a text bound in one cell may be printed in a later one
     for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
         if cell.cell_type == "markdown" and cell.source.strip():
             units.append(Unit(cell.source, f"cell {index}"))
