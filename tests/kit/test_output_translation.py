@@ -339,3 +339,18 @@ def test_a_templates_placeholders_are_not_read_for_terms(tmp_path):
                        encoding="utf-8")
     problems = faithful_problems(tmp_path, "experiments:01_x/exp1_y")
     assert len(problems) == 1 and "line 2" in problems[0] and "attention" in problems[0], problems
+
+
+def test_one_english_translated_two_ways_is_listed():
+    """All catalogs merge into one table keyed by the English. Where two catalogs translate one
+    English two ways, a printed template's own catalog decides for its own lines (the case above);
+    two texts shown through tr() share the table, so only one of their Chinese can be shown: each
+    such conflict is listed for a maintainer to settle (one Chinese, or different English)."""
+    from labkit.course.translation.check import conflicts
+
+    found = conflicts(REPO)
+    shared = {english: ways for english, ways in found.items()  # two of its Chinese are shown by tr()
+              if sum(any(not output for _, output in where) for where in ways.values()) > 1}
+    assert not shared, "one English, two Chinese, both shown through tr():\n" + "\n".join(
+        f"{english!r}: " + "; ".join(f"{zh!r} in {', '.join(p for p, _ in where)}" for zh, where in ways.items())
+        for english, ways in shared.items())
