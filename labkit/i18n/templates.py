@@ -53,6 +53,9 @@ SHOWN_KEYWORDS = {"title", "titles", "suptitle", "xlabel", "ylabel", "label", "l
 KEYWORDS_OF = {"show_heatmaps": SHOWN_KEYWORDS, "set": {"title", "xlabel", "ylabel"}}
 # Builtins whose result holds their arguments' texts, met in a loop over titles.
 PASS_THROUGH = {"zip", "enumerate", "list", "tuple", "sorted", "reversed"}
+CODE_NAME = re.compile(r"\w+:\S+")  # a colour or a device, not words: tab:green, cuda:0
+CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+ITEMS = "<each of>"  # the marker of a loop's items (a name no code can write)
 # Methods whose result holds the texts of the object they are called on (a dict's keys, a list's items).
 VIEWS = {"items", "keys", "values", "copy", "join", "get", "pop", "setdefault"}
 # In any other call (a plot's `label=`, a helper of the script's own given a title), these name a text.
@@ -116,7 +119,12 @@ class Template:
 
     @cached_property
     def pattern(self) -> re.Pattern:
-        parts = [re.escape(text) if kind == "literal" else "(.*?)" for kind, text in self.pieces]
+        # A value followed by spaces alone is a padded column (f"{name:<16} {n:>11,} bytes"): it takes
+        # every word up to the last gap, so "doubling from 4" stays one value.
+        pieces = self.pieces
+        parts = [re.escape(text) if kind == "literal" else
+                 "(.*)" if i + 1 < len(pieces) and not pieces[i + 1][1].strip(" ") else "(.*?)"
+                 for i, (kind, text) in enumerate(pieces)]
         return re.compile("".join(parts), re.DOTALL)
 
     def match(self, line: str) -> dict[str, str] | None:
@@ -210,7 +218,7 @@ def _lines(template: str) -> list[str]:
     lines = []
     for line in template.split("\n"):
         words = " ".join(text for kind, text in placeholders(line) if kind == "literal")
-        if english_words(words):
+        if english_words(words) and not CODE_NAME.fullmatch(line.strip(" ")):
             lines.append(line.strip(" ") if line.strip(" ") else line)
     return lines
 
@@ -246,12 +254,29 @@ def _assignments(body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
             elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
                 bind(node.target, node.value)
             elif isinstance(node, (ast.For, ast.comprehension)):
-                bind(node.target, node.iter)
+                iterated = _each(node.iter)
+                if (isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2
+                        and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute)
+                        and node.iter.func.attr == "items"):  # for key, value in d.items()
+                    mapping = node.iter.func.value
+                    bind(node.target.elts[0], _each(_method(mapping, "keys")))
+                    bind(node.target.elts[1], _each(_method(mapping, "values")))
+                else:
+                    bind(node.target, iterated)
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and node.func.attr in ("append", "extend", "insert") and isinstance(node.func.value, ast.Name)
                   and node.args):
                 names.setdefault(node.func.value.id, []).append(node.args[-1])
     return names
+
+
+def _each(node: ast.AST) -> ast.AST:
+    """What a loop over `node` binds: its items, each shown as a text (`iter(...)`, a marker)."""
+    return ast.Call(func=ast.Name(ITEMS), args=[node], keywords=[])
+
+
+def _method(node: ast.AST, name: str) -> ast.AST:
+    return ast.Call(func=ast.Attribute(value=node, attr=name), args=[], keywords=[])
 
 
 def _functions(body: list[ast.stmt]) -> dict[str, ast.AST]:
@@ -280,13 +305,18 @@ class _Finder(ast.NodeVisitor):
 
     def visit_Module(self, node: ast.Module) -> None:
         self.own = {id(part) for part in ast.walk(node)}
-        names = {name: list(values) for name, values in self.context.names.items()}  # one module scope
-        for name, values in _assignments(node.body).items():
-            names.setdefault(name, []).extend(values)
-        self.scopes.append(names)
-        self.functions.append({**self.context.functions, **_functions(node.body)})
+        self.scopes.append(self.context.names)  # the earlier cells' names, under the source's own
+        self.functions.append(self.context.functions)
+        self._enter(node.body)
         self.generic_visit(node)
         self._leave()
+        self._leave()
+
+    def _scopes(self, node: ast.AST) -> tuple[list[dict], list[dict]]:
+        """Where a name is looked up: a name written in the context, in the context only."""
+        if id(node) in self.own:
+            return [*reversed(self.scopes)], [*reversed(self.functions)]
+        return [self.context.names], [self.context.functions]
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._enter(node.body)
@@ -309,7 +339,7 @@ class _Finder(ast.NodeVisitor):
             if template is not None:
                 self.add(node, "print", template)
             for arg in node.args:
-                self.texts_in(arg, "print", top=False)
+                self.texts_in(arg, "print", top=False, whole=True)
         else:
             positions = SHOWN_POSITIONAL.get(name, ())
             for index, arg in enumerate(node.args):
@@ -322,62 +352,82 @@ class _Finder(ast.NodeVisitor):
                     self.texts_in(keyword.value, f"{name} {keyword.arg}")
         self.generic_visit(node)
 
-    def texts_in(self, node: ast.AST, what: str, top: bool = True, seen: frozenset[str] = frozenset()) -> None:
+    def texts_in(self, node: ast.AST, what: str, top: bool = True, seen: frozenset[str] = frozenset(),
+                 keys: bool = True, values: bool = True, whole: bool = False) -> None:
         """Every text an argument can show: its own template, the texts inside it, and those of the
-        names it uses (resolved once in the enclosing scopes)."""
+        names it uses (resolved once in the enclosing scopes). Of a dict it reaches, `keys` (it is
+        iterated: `for name in ways`, `ways.items()`) and `values` (read by key: `verdicts[step]`).
+        `whole`: the value itself is printed, so a list or a dict shows as its repr, not as texts."""
         template = _template(node)
         if template is not None:
             if top:
                 self.add(node, what, template)
             for part in ast.walk(node):  # texts inside its placeholders: `{'a' if x else 'b'}`
-                if isinstance(part, ast.FormattedValue):  # a constant too: a header cell, for a row (output.py)
-                    self.texts_in(part.value, what, top=True, seen=seen)
+                if isinstance(part, ast.FormattedValue) and part.conversion in (-1, ord("s")):
+                    # a constant too (a header cell, for a row: output.py); `{word!r}` shows data, quoted
+                    self.texts_in(part.value, what, top=True, seen=seen, whole=True)
                 elif isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):  # "T = S " + "".join(names)
                     for side in (part.left, part.right):
                         if _template(side) is None:
-                            self.texts_in(side, what, seen=seen)
+                            self.texts_in(side, what, seen=seen, whole=True)
             return
+        inner = {"what": what, "seen": seen, "keys": keys, "values": values, "whole": whole}
+        one = {"what": what, "seen": seen}  # an item of it: shown as text
+        if whole and isinstance(node, CONTAINERS):
+            return  # print(names) shows ['a', 'b']: data, not text
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             for element in node.elts:
-                self.texts_in(element, what, seen=seen)
-        elif isinstance(node, ast.Dict):  # a dict's keys are shown too: `for name, f in ways.items()`
-            for part in [*node.keys, *node.values]:
-                if part is not None:
-                    self.texts_in(part, what, seen=seen)
+                self.texts_in(element, **one)
+        elif isinstance(node, ast.Dict):
+            for key in node.keys if keys else ():
+                if key is not None:
+                    self.texts_in(key, **one)
+            for value in node.values if values else ():
+                self.texts_in(value, **one, keys=False)  # a dict inside a dict is read by key
         elif isinstance(node, ast.IfExp):
-            self.texts_in(node.body, what, seen=seen)
-            self.texts_in(node.orelse, what, seen=seen)
+            self.texts_in(node.body, **inner)
+            self.texts_in(node.orelse, **inner)
         elif isinstance(node, ast.BoolOp):
             for value in node.values:
-                self.texts_in(value, what, seen=seen)
+                self.texts_in(value, **inner)
         elif isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            self.texts_in(node.elt, what, seen=seen)
+            self.texts_in(node.elt, **one)
         elif isinstance(node, ast.DictComp):
-            self.texts_in(node.key, what, seen=seen)
-            self.texts_in(node.value, what, seen=seen)
-        elif isinstance(node, ast.Subscript):
-            self.texts_in(node.value, what, seen=seen)
+            if keys:
+                self.texts_in(node.key, **one)
+            if values:
+                self.texts_in(node.value, **one, keys=False)
+        elif isinstance(node, ast.Subscript):  # one value of it: a dict's keys are not shown
+            self.texts_in(node.value, **one, keys=False)
         elif isinstance(node, ast.Starred):
-            self.texts_in(node.value, what, seen=seen)
+            self.texts_in(node.value, **inner)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == ITEMS:  # a loop's items
+            self.texts_in(node.args[0], **one, keys=keys, values=values)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in PASS_THROUGH:
             for arg in node.args:  # for ax, (key, title) in zip(axes, [("previous", "previous token"), ...])
-                self.texts_in(arg, what, seen=seen)
+                self.texts_in(arg, **inner)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in VIEWS:
-            self.texts_in(node.func.value, what, seen=seen)  # ways.items(), names.copy()
-            if node.func.attr == "join":  # "; ".join(titles)
+            method = node.func.attr
+            if method == "join":  # "; ".join(titles): each item, as text
                 for arg in node.args:
-                    self.texts_in(arg, what, seen=seen)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in seen:
-            for scope in reversed(self.functions):  # a function of the same source: the texts it returns
-                if node.func.id in scope:
-                    for value in _returned(scope[node.func.id]):
-                        self.texts_in(value, what, seen=seen | {node.func.id})
-                    break
-        elif isinstance(node, ast.Name) and node.id not in seen:
-            for scope in reversed(self.scopes):
-                if node.id in scope:
-                    for value in scope[node.id]:
-                        self.texts_in(value, what, seen=seen | {node.id})
+                    self.texts_in(arg, **one)
+                return
+            by_key = method in ("get", "pop", "setdefault")
+            self.texts_in(node.func.value, what, seen=seen, whole=whole and not by_key,
+                          keys=keys and method in ("items", "keys", "copy"),
+                          values=values and method != "keys")
+        elif isinstance(node, (ast.Call, ast.Name)):
+            name = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else \
+                getattr(node, "id", None)
+            guard = name if id(node) in self.own else f"earlier {name}"  # a cell's `name` is not the context's
+            if name is None or guard in seen:
+                return
+            scopes, functions = self._scopes(node)
+            for scope in (functions if isinstance(node, ast.Call) else scopes):
+                if name in scope:  # a function of the same source: the texts it returns; a name: its values
+                    bound = _returned(scope[name]) if isinstance(node, ast.Call) else scope[name]
+                    for value in bound:
+                        self.texts_in(value, **{**inner, "seen": seen | {guard}})
                     break
 
 
@@ -427,10 +477,8 @@ def extended_context(context: Context | None, source: str) -> Context:
     tree = _parsed(source)
     if tree is None:
         return context
-    names = {name: list(values) for name, values in context.names.items()}
-    for name, values in _assignments(tree.body).items():
-        names.setdefault(name, []).extend(values)
-    return Context(names, {**context.functions, **_functions(tree.body)})
+    # a name the cell binds again is the cell's from now on (`name` is a loop variable in many cells)
+    return Context({**context.names, **_assignments(tree.body)}, {**context.functions, **_functions(tree.body)})
 
 
 def source_templates(source: str, context: Context | None = None) -> list[tuple[int, str, str]]:

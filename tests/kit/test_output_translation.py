@@ -267,6 +267,9 @@ print(f"{'dtype':9} {'fill':10} {'hidden weight':>14}")
                   for m in re.finditer(r"\S+(?: \S+)*", shown)][1:]
     assert shown_ends == english_ends, f"each column ends where it did: {shown!r}"
     assert tr.line("float16   -1e9   -inf") == "float16   -1e9   -inf", "a row of values is as written"
+    padded = translator({"{name} {n} bytes written": "{name} {n} 字节已写入", "doubling from 4": "从 4 起倍增"})
+    assert padded.line("doubling from 4    1,015,808 bytes written") == "从 4 起倍增    1,015,808 字节已写入", \
+        "a padded column's words stay one value"
 
 
 def test_a_line_whose_first_value_prints_its_leading_spaces_is_matched():
