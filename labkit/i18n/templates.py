@@ -372,7 +372,7 @@ class _Finder(ast.NodeVisitor):
                             self.texts_in(side, what, seen=seen, whole=True)
             return
         inner = {"what": what, "seen": seen, "keys": keys, "values": values, "whole": whole}
-        one = {"what": what, "seen": seen}  # an item of it: shown as text
+        one = {"what": what, "seen": seen, "keys": False}  # an item of it, as text (a dict in it: a record)
         if whole and isinstance(node, CONTAINERS):
             return  # print(names) shows ['a', 'b']: data, not text
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
@@ -383,7 +383,7 @@ class _Finder(ast.NodeVisitor):
                 if key is not None:
                     self.texts_in(key, **one)
             for value in node.values if values else ():
-                self.texts_in(value, **one, keys=False)  # a dict inside a dict is read by key
+                self.texts_in(value, **one)  # a dict inside a dict is read by key
         elif isinstance(node, ast.IfExp):
             self.texts_in(node.body, **inner)
             self.texts_in(node.orelse, **inner)
@@ -396,13 +396,13 @@ class _Finder(ast.NodeVisitor):
             if keys:
                 self.texts_in(node.key, **one)
             if values:
-                self.texts_in(node.value, **one, keys=False)
+                self.texts_in(node.value, **one)
         elif isinstance(node, ast.Subscript):  # one value of it: a dict's keys are not shown
-            self.texts_in(node.value, **one, keys=False)
+            self.texts_in(node.value, **one)
         elif isinstance(node, ast.Starred):
             self.texts_in(node.value, **inner)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == ITEMS:  # a loop's items
-            self.texts_in(node.args[0], **one, keys=keys, values=values)
+            self.texts_in(node.args[0], **{**one, "keys": keys}, values=values)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in PASS_THROUGH:
             for arg in node.args:  # for ax, (key, title) in zip(axes, [("previous", "previous token"), ...])
                 self.texts_in(arg, **inner)
