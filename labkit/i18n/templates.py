@@ -19,7 +19,13 @@ doubled, as in `str.format`. Templates are found without running anything (`ast`
 - `phrase("...")`, which marks an English text kept in data (a row of a table, a value a
   function returns) for translation where it is shown;
 - a name passed to one of these (`titles=titles`, `label=labels[name]`): the texts assigned to
-  that name in the same function (or at module level), and the texts of a `for` loop over it.
+  that name in the same function (or at module level, or in a notebook's earlier cell), the items
+  of a `for` loop over it, a dict's keys where it is iterated (`.items()`, `.keys()`, `.join`) and
+  its values where it is read by key (`d[k]`, `d[f"head {h} off"] = ...`), and what a function of
+  the same source returns; a list printed whole, or a `{value!r}`, is data and is not followed.
+
+A placeholder whose expression is a string constant (`f"{'var raw':>8}"`, a table's header) is
+folded into the text, its format spec applied.
 
 Each template is a unit of a translation catalog (labkit/i18n/catalog.py), keyed by its hash like
 every other English text; at run time (labkit/i18n/output.py) a printed line or a figure's label is
