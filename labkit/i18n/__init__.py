@@ -35,6 +35,7 @@ LANGUAGES = ("en", "zh-CN")
 ENV = "ATTENTION_LAB_LANG"
 TRANSLATIONS = Path("translations") / "zh-CN"
 _chosen: str | None = None
+SHOWN_BY_CODE = ("notebooks", "experiments")  # folders of translations/zh-CN/ whose texts code prints
 
 
 def _valid(lang: str, where: str) -> str:
@@ -108,6 +109,10 @@ def _translations() -> dict[str, str]:
     except CourseError:
         root = Path(__file__).resolve().parents[2]
     table: dict[str, str] = {}
-    for path in sorted((root / TRANSLATIONS).rglob("*.md")):
+    # The catalogs of what code prints (a notebook's, a script's) first: where one English is translated
+    # two ways, the texts labkit shows with tr() (its messages, quizzes, checks, predictions) keep their
+    # own, and a script or a cell reads its own catalog first (labkit/i18n/output.py).
+    folder = root / TRANSLATIONS
+    for path in sorted(folder.rglob("*.md"), key=lambda p: (p.relative_to(folder).parts[0] not in SHOWN_BY_CODE, p)):
         table.update(read_catalog(path).translations())
     return table

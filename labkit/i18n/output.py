@@ -29,15 +29,18 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import struct
 import sys
+import unicodedata
 import zlib
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 from labkit.i18n.catalog import key_of, read_catalog
 from labkit.i18n.prose import english_words
-from labkit.i18n.templates import Template, fill, source_templates
+from labkit.i18n.templates import Context, Template, extended_context, fill, source_templates
 
 __all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "install", "png_texts",
            "record_png", "translate_cells", "translate_figure", "uninstall"]
@@ -52,6 +55,7 @@ _active: OutputTranslator | None = None
 # translated where a catalog knows them, and only the punctuation changes. One matches only where
 # a value is a known text and the others hold no English word (numbers, code: "causal mask: P x"),
 # never a line of values such as "[(1, 0), (1, 1)]".
+CELL = re.compile(r"\S+(?: \S+)*")  # a table's cell: words apart by single spaces
 COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}",
             "({text})": "（{text}）"}  # a known text in brackets: a tick label's second line, "(first token)"
 
@@ -61,7 +65,6 @@ def _labkit_texts() -> dict[str, str]:
     """The finished blocks of labkit's own catalog (translations/zh-CN/labkit.md)."""
     from labkit.course_root import CourseError, find_course_root
     from labkit.i18n import TRANSLATIONS
-    from labkit.i18n.catalog import read_catalog
 
     try:
         root = find_course_root()
@@ -71,7 +74,18 @@ def _labkit_texts() -> dict[str, str]:
 
 
 class OutputTranslator:
-    """English templates with a Chinese translation, and the text they translate."""
+    """English templates with a Chinese translation, and the text they translate.
+
+    What is translated: a line (or a value inside one) that holds English words
+    (labkit/i18n/prose.py); a line of numbers, code, shapes or tensors is shown as written, so a
+    value such as `x`, `16` or `[1, 0, 0]` is never rewritten because some catalog knows it. A
+    value is translated only when it is a whole known text whose Chinese differs.
+
+    Where the Chinese comes from: the catalog a source was added with (`add_source(source,
+    catalog=...)`: a script's or a notebook's own), then every catalog of the course (`table`). The
+    same English may be translated two ways in two catalogs ("step" is 步数 in one notebook and 间距
+    in a script): a source's own catalog decides for its own lines.
+    """
 
     def __init__(self, table: dict[str, str] | None = None):
         """`table`: the Chinese of each English text by its key (default: every catalog's). A value
@@ -84,16 +98,19 @@ class OutputTranslator:
             from labkit.i18n import _translations
             table, self.phrases = _translations(), _labkit_texts()
         self.table = table
+        self.own: dict[str, str] = {}  # key -> Chinese, from the catalogs the sources were added with
         self.templates: dict[str, tuple[Template, str]] = {}  # English -> (template, Chinese)
         self.exact: dict[str, str] = {}  # English text without values -> Chinese
+        self.context: Context | None = None  # what the sources so far bound: a cell's names, in the next
         self._ordered: list[tuple[Template, str]] | None = None
         for english, chinese in COMPOSED.items():
             self.templates[english] = (Template(english), chinese)
 
-    def add(self, english: str, own: dict[str, str] | None = None) -> None:
-        """Learn `english`, translated by `own` (its code's catalog) or else by any catalog."""
-        chinese = (own or {}).get(key_of(english)) or self.table.get(key_of(english))
-        if chinese is None or english in self.templates:
+    def add(self, english: str, catalog: Mapping[str, str] | None = None) -> None:
+        """Learn `english`, translated by `catalog` (its code's own) or else by any catalog."""
+        key = key_of(english)
+        chinese = (catalog or {}).get(key) or self.table.get(key)
+        if chinese is None or (english in self.templates and not (catalog and key in catalog)):
             return
         template = Template(english)
         if template.fields:
@@ -103,18 +120,32 @@ class OutputTranslator:
             self.exact[template.literals[0] if template.literals else ""] = fill(chinese, {})
 
     def known(self, text: str) -> str | None:
-        """The Chinese of a whole text without values: the templates', then labkit's."""
-        if text in self.exact:
-            return self.exact[text]
-        found = self.phrases.get(key_of(text))
-        return None if found is None or "{" in found else found
+        """The Chinese of a whole text without values that holds English words: the templates', then
+        the sources' own catalogs', then labkit's (`phrase`); None where it has no English word (a
+        number, code: `x`, `16`) or its Chinese is the same text. Not every catalog's: another
+        notebook's word translated for its own sentence (a prediction's unit "weights" is 个权重)
+        would turn `weights: tensor(...)` into 个权重：..."""
+        if not english_words(text):
+            return None
+        found = self.exact.get(text)
+        if found is None:
+            key = key_of(text)
+            found = self.own.get(key, self.phrases.get(key))
+            found = None if found is None or "{" in found else found
+        return None if found == text else found
 
-    def add_source(self, source: str, own: dict[str, str] | None = None) -> None:
-        """Learn the templates of a Python source (a script, a notebook cell); `own`, its own
-        catalog, decides where two catalogs translate one English word apart ("step": a float's
-        spacing in one script, a stage of an algorithm in another)."""
-        for _, _, template in source_templates(source):
-            self.add(template, own)
+    def add_source(self, source: str, catalog: Path | Mapping[str, str] | None = None) -> None:
+        """Learn the templates of a Python source (a script, a notebook cell, after the cells before
+        it), translated by `catalog` (a catalog's path, or key -> Chinese) where it knows them: a
+        source's own catalog decides where two catalogs translate one English word apart ("step": a
+        float's spacing in one script, a stage of an algorithm in another)."""
+        if isinstance(catalog, Path):
+            catalog = read_catalog(catalog).finished() if catalog.is_file() else {}
+        if catalog:
+            self.own.update(catalog)
+        for _, _, template in source_templates(source, self.context):
+            self.add(template, catalog)
+        self.context = extended_context(self.context, source)
 
     def _by_weight(self) -> list[tuple[Template, str]]:
         if self._ordered is None:  # most specific first: a line that two templates match takes this one
@@ -122,9 +153,9 @@ class OutputTranslator:
         return self._ordered
 
     def line(self, text: str, depth: int = 0) -> str:
-        """One line (no newline) in Chinese, or as written when no template matches it. A text
-        without an English word (numbers, code, a shape, a lone letter such as the `x` of `x @ W.T`)
-        is always as written: another catalog may translate the same letters as a word of its own."""
+        """One line (no newline) in Chinese, or as written when nothing matches it. A text without
+        an English word (numbers, code, a shape, a lone letter such as the `x` of `x @ W.T`) is
+        always as written: another catalog may translate the same letters as a word of its own."""
         core = text.strip(" ")
         if not core or depth > DEPTH or not english_words(core):
             return text
@@ -133,10 +164,14 @@ class OutputTranslator:
         if exact is not None:
             return lead + exact + trail
         for template, chinese in self._by_weight():
-            chosen = None
+            chosen, start = None, lead
             # The first split is the shortest first value; where a value holds the text that follows
             # it (a name with a colon), a later split may be the one whose values are known texts.
-            for values in (template.matches(core) if depth == 0 else filter(None, [template.match(core)])):
+            candidates = list(template.matches(core)) if depth == 0 else list(filter(None, [template.match(core)]))
+            if not candidates and lead:  # its first value printed the spaces: f"{'':10} boundaries ..."
+                retry = template.match(text.rstrip(" "))
+                candidates, start = ([retry], "") if retry is not None else ([], lead)
+            for values in candidates:
                 if template.text in COMPOSED and not self._composed(values):
                     continue
                 shown = {field: self.line(value, depth + 1) for field, value in values.items()}
@@ -145,8 +180,8 @@ class OutputTranslator:
                     chosen = shown
                     break
             if chosen is not None:
-                return lead + fill(chinese, chosen) + trail
-        return text
+                return start + fill(chinese, chosen) + trail
+        return self._row(text) if depth == 0 else text
 
     def _composed(self, values: dict[str, str]) -> bool:
         # a known value is a known English text: a number or a letter that some catalog happens to
@@ -154,10 +189,29 @@ class OutputTranslator:
         known = [self.known(value) is not None and bool(english_words(value)) for value in values.values()]
         return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
 
+    def _row(self, text: str) -> str:
+        """A line that no template matches, read as a table's row (cells apart by two or more
+        spaces): each cell that is a known text translated, the columns kept (a Chinese character
+        takes two). As written where no cell is known."""
+        cells = [(m.start(), m.end(), m.group()) for m in CELL.finditer(text)]
+        shown = [self.line(cell, 1) for _, _, cell in cells]
+        if len(cells) < 2 or shown == [cell for _, _, cell in cells]:
+            return text
+        (start, _, _), out = cells[0], ""
+        out = text[:start] + shown[0]  # the first cell keeps its left edge, the others their right edge
+        for (_, end, _), cell in zip(cells[1:], shown[1:]):
+            out += " " * max(columns(text[:end]) - columns(cell) - columns(out), 2) + cell
+        return out
+
     def text(self, text: str) -> str:
         """A text of one or more lines (a figure's label, a table's cell), line by line; each run of
         a line between carriage returns (a progress line redrawn) on its own."""
         return "\n".join("\r".join(self.line(part) for part in line.split("\r")) for line in text.split("\n"))
+
+
+def columns(text: str) -> int:
+    """Columns a text takes on a terminal: two for a wide (Chinese) character."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 class TranslatingStream:

@@ -19,7 +19,13 @@ doubled, as in `str.format`. Templates are found without running anything (`ast`
 - `phrase("...")`, which marks an English text kept in data (a row of a table, a value a
   function returns) for translation where it is shown;
 - a name passed to one of these (`titles=titles`, `label=labels[name]`): the texts assigned to
-  that name in the same function (or at module level), and the texts of a `for` loop over it.
+  that name in the same function (or at module level, or in a notebook's earlier cell), the items
+  of a `for` loop over it, a dict's keys where it is iterated (`.items()`, `.keys()`, `.join`) and
+  its values where it is read by key (`d[k]`, `d[f"head {h} off"] = ...`), and what a function of
+  the same source returns; a list printed whole, or a `{value!r}`, is data and is not followed.
+
+A placeholder whose expression is a string constant (`f"{'var raw':>8}"`, a table's header) is
+folded into the text, its format spec applied.
 
 Each template is a unit of a translation catalog (labkit/i18n/catalog.py), keyed by its hash like
 every other English text; at run time (labkit/i18n/output.py) a printed line or a figure's label is
@@ -30,13 +36,14 @@ Chinese template gets the same values back. Standard library only.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass
 from functools import cached_property
 
 from labkit.i18n.prose import english_words
 
-__all__ = ["Template", "placeholders", "source_templates"]
+__all__ = ["Context", "Template", "extended_context", "placeholders", "source_templates"]
 
 
 # Calls that show their text arguments: name -> positions of the text arguments.
@@ -52,6 +59,11 @@ SHOWN_KEYWORDS = {"title", "titles", "suptitle", "xlabel", "ylabel", "label", "l
 KEYWORDS_OF = {"show_heatmaps": SHOWN_KEYWORDS, "set": {"title", "xlabel", "ylabel"}}
 # Builtins whose result holds their arguments' texts, met in a loop over titles.
 PASS_THROUGH = {"zip", "enumerate", "list", "tuple", "sorted", "reversed"}
+CODE_NAME = re.compile(r"\w+:\S+")  # a colour or a device, not words: tab:green, cuda:0
+CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+ITEMS = "<each of>"  # the marker of a loop's items (a name no code can write)
+# Methods whose result holds the texts of the object they are called on (a dict's keys, a list's items).
+VIEWS = {"items", "keys", "values", "copy", "join", "get", "pop", "setdefault"}
 # In any other call (a plot's `label=`, a helper of the script's own given a title), these name a text.
 ANY_CALL_KEYWORDS = {"label", "labels", "title", "titles", "suptitle", "xlabel", "ylabel"}
 
@@ -79,7 +91,7 @@ def placeholders(template: str) -> list[tuple[str, str]]:
             if literal:
                 pieces.append(("literal", "".join(literal)))
                 literal = []
-            pieces.append(("field", template[i + 1:j - 1]))
+            pieces.append(("field", template[i + 1:j - 1].strip(" ")))  # `{ {k: v} }`: a dict's own braces
             i = j
         else:
             literal.append(ch)
@@ -113,7 +125,12 @@ class Template:
 
     @cached_property
     def pattern(self) -> re.Pattern:
-        parts = [re.escape(text) if kind == "literal" else "(.*?)" for kind, text in self.pieces]
+        # A value followed by spaces alone is a padded column (f"{name:<16} {n:>11,} bytes"): it takes
+        # every word up to the last gap, so "doubling from 4" stays one value.
+        pieces = self.pieces
+        parts = [re.escape(text) if kind == "literal" else
+                 "(.*)" if i + 1 < len(pieces) and not pieces[i + 1][1].strip(" ") else "(.*?)"
+                 for i, (kind, text) in enumerate(pieces)]
         return re.compile("".join(parts), re.DOTALL)
 
     def match(self, line: str) -> dict[str, str] | None:
@@ -185,7 +202,8 @@ def _template(node: ast.AST) -> str | None:
             if isinstance(part, ast.Constant):
                 out.append(_escape(str(part.value)))
             else:  # FormattedValue
-                out.append("{" + ast.unparse(part.value) + "}")
+                folded = _constant(part)
+                out.append(_escape(folded) if folded is not None else _field(part.value))
         return "".join(out)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _template(node.left), _template(node.right)
@@ -196,7 +214,28 @@ def _template(node: ast.AST) -> str | None:
 
 
 def _field(node: ast.AST) -> str:
-    return "{" + ast.unparse(node) + "}"
+    """A placeholder: the expression's source; one that starts or ends with a brace (a dict, a set,
+    a comprehension) is written `{ {k: v for ...} }`, as an f-string writes it, never `{{`."""
+    code = ast.unparse(node)
+    return "{ " + code + " }" if code.startswith("{") or code.endswith("}") else "{" + code + "}"
+
+
+def _constant(part: ast.FormattedValue) -> str | None:
+    """A formatted string constant as it prints (`f"{'var raw':>8}"` is `   var raw`): a table's
+    header written as constants is text, not a value. None for anything else."""
+    if not (isinstance(part.value, ast.Constant) and isinstance(part.value.value, str)):
+        return None
+    spec = part.format_spec
+    if spec is not None and not all(isinstance(v, ast.Constant) for v in spec.values):
+        return None
+    value = part.value.value
+    value = {-1: value, ord("s"): str(value), ord("r"): repr(value), ord("a"): ascii(value)}.get(part.conversion)
+    if value is None:
+        return None
+    try:
+        return format(value, "".join(str(v.value) for v in spec.values) if spec is not None else "")
+    except (ValueError, TypeError):
+        return None
 
 
 def _print_template(call: ast.Call) -> str | None:
@@ -218,69 +257,128 @@ def _lines(template: str) -> list[str]:
     lines = []
     for line in template.split("\n"):
         words = " ".join(text for kind, text in placeholders(line) if kind == "literal")
-        if english_words(words):
+        if english_words(words) and not CODE_NAME.fullmatch(line.strip(" ")):
             lines.append(line.strip(" ") if line.strip(" ") else line)
     return lines
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the code that ran before a source bound (a notebook's earlier cells): its module-level
+    names, each with the values assigned to it, and its functions. Made by `extended_context`."""
+    names: dict = dataclasses.field(default_factory=dict)
+    functions: dict = dataclasses.field(default_factory=dict)
+
+
+def _assignments(body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
+    """name -> every value a scope's statements assign to it (a loop's target: what it loops over)."""
+    names: dict[str, list[ast.AST]] = {}
+
+    def bind(target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            names.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                bind(element, value)
+
+    for statement in body:
+        for node in _walk_scope(statement):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind(target, node.value)
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        # ablation[f"head {h} off"] = ...: a key and a value of the dict `ablation`
+                        names.setdefault(target.value.id, []).append(
+                            ast.Dict(keys=[target.slice], values=[node.value]))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                bind(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                iterated = _each(node.iter)
+                if (isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2
+                        and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute)
+                        and node.iter.func.attr == "items"):  # for key, value in d.items()
+                    mapping = node.iter.func.value
+                    bind(node.target.elts[0], _each(_method(mapping, "keys")))
+                    bind(node.target.elts[1], _each(_method(mapping, "values")))
+                else:
+                    bind(node.target, iterated)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("append", "extend", "insert") and isinstance(node.func.value, ast.Name)
+                  and node.args):
+                names.setdefault(node.func.value.id, []).append(node.args[-1])
+    return names
+
+
+def _each(node: ast.AST) -> ast.AST:
+    """What a loop over `node` binds: its items, each shown as a text (`iter(...)`, a marker)."""
+    return ast.Call(func=ast.Name(ITEMS), args=[node], keywords=[])
+
+
+def _method(node: ast.AST, name: str) -> ast.AST:
+    return ast.Call(func=ast.Attribute(value=node, attr=name), args=[], keywords=[])
+
+
+def _functions(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    return {node.name: node for statement in body for node in _defined(statement)}
 
 
 class _Finder(ast.NodeVisitor):
     """Walks a module, keeping each scope's assignments to resolve the names a display call is given."""
 
-    def __init__(self) -> None:
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.own: set[int] = set()  # the source's nodes (a text found in the context is placed at its call)
+        self.shown_at = (0, 0)
         self.found: list[tuple[int, int, str, str]] = []
         self.scopes: list[dict[str, list[ast.AST]]] = []
+        self.functions: list[dict[str, ast.AST]] = []  # each scope's own functions, by name
 
     # -- scopes
-    def _assignments(self, body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
-        names: dict[str, list[ast.AST]] = {}
+    def _enter(self, body: list[ast.stmt]) -> None:
+        self.scopes.append(_assignments(body))
+        self.functions.append(_functions(body))
 
-        def bind(target: ast.AST, value: ast.AST) -> None:
-            if isinstance(target, ast.Name):
-                names.setdefault(target.id, []).append(value)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                for element in target.elts:
-                    bind(element, value)
-
-        for statement in body:
-            for node in _walk_scope(statement):
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        bind(target, node.value)
-                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                    bind(node.target, node.value)
-                elif isinstance(node, (ast.For, ast.comprehension)):
-                    bind(node.target, node.iter)
-                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                      and node.func.attr in ("append", "extend", "insert") and isinstance(node.func.value, ast.Name)
-                      and node.args):
-                    names.setdefault(node.func.value.id, []).append(node.args[-1])
-        return names
+    def _leave(self) -> None:
+        self.scopes.pop()
+        self.functions.pop()
 
     def visit_Module(self, node: ast.Module) -> None:
-        self.scopes.append(self._assignments(node.body))
+        self.own = {id(part) for part in ast.walk(node)}
+        self.scopes.append(self.context.names)  # the earlier cells' names, under the source's own
+        self.functions.append(self.context.functions)
+        self._enter(node.body)
         self.generic_visit(node)
-        self.scopes.pop()
+        self._leave()
+        self._leave()
+
+    def _scopes(self, node: ast.AST) -> tuple[list[dict], list[dict]]:
+        """Where a name is looked up: a name written in the context, in the context only."""
+        if id(node) in self.own:
+            return [*reversed(self.scopes)], [*reversed(self.functions)]
+        return [self.context.names], [self.context.functions]
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.scopes.append(self._assignments(node.body))
+        self._enter(node.body)
         self.generic_visit(node)
-        self.scopes.pop()
+        self._leave()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     # -- calls
     def add(self, node: ast.AST, what: str, template: str) -> None:
+        where = (node.lineno, node.col_offset) if id(node) in self.own else self.shown_at
         for line in _lines(template):
-            self.found.append((node.lineno, node.col_offset, what, line))
+            self.found.append((*where, what, line))
 
     def visit_Call(self, node: ast.Call) -> None:
+        self.shown_at = (node.lineno, node.col_offset)  # where a text found in the context is shown
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         if name == "print":
             template = _print_template(node)
             if template is not None:
                 self.add(node, "print", template)
             for arg in node.args:
-                self.texts_in(arg, "print", top=False)
+                self.texts_in(arg, "print", top=False, whole=True)
         else:
             positions = SHOWN_POSITIONAL.get(name, ())
             for index, arg in enumerate(node.args):
@@ -293,46 +391,100 @@ class _Finder(ast.NodeVisitor):
                     self.texts_in(keyword.value, f"{name} {keyword.arg}")
         self.generic_visit(node)
 
-    def texts_in(self, node: ast.AST, what: str, top: bool = True, seen: frozenset[str] = frozenset()) -> None:
+    def texts_in(self, node: ast.AST, what: str, top: bool = True, seen: frozenset[str] = frozenset(),
+                 keys: bool = True, values: bool = True, whole: bool = False) -> None:
         """Every text an argument can show: its own template, the texts inside it, and those of the
-        names it uses (resolved once in the enclosing scopes)."""
+        names it uses (resolved once in the enclosing scopes). Of a dict it reaches, `keys` (it is
+        iterated: `for name in ways`, `ways.items()`) and `values` (read by key: `verdicts[step]`).
+        `whole`: the value itself is printed, so a list or a dict shows as its repr, not as texts."""
         template = _template(node)
         if template is not None:
             if top:
                 self.add(node, what, template)
             for part in ast.walk(node):  # texts inside its placeholders: `{'a' if x else 'b'}`
-                if isinstance(part, ast.FormattedValue):
-                    self.texts_in(part.value, what, top=True, seen=seen)
+                if isinstance(part, ast.FormattedValue) and part.conversion in (-1, ord("s")):
+                    # a constant too (a header cell, for a row: output.py); `{word!r}` shows data, quoted
+                    self.texts_in(part.value, what, top=True, seen=seen, whole=True)
+                elif isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):  # "T = S " + "".join(names)
+                    for side in (part.left, part.right):
+                        if _template(side) is None:
+                            self.texts_in(side, what, seen=seen, whole=True)
             return
+        inner = {"what": what, "seen": seen, "keys": keys, "values": values, "whole": whole}
+        one = {"what": what, "seen": seen, "keys": False}  # an item of it, as text (a dict in it: a record)
+        if whole and isinstance(node, CONTAINERS):
+            return  # print(names) shows ['a', 'b']: data, not text
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             for element in node.elts:
-                self.texts_in(element, what, seen=seen)
+                self.texts_in(element, **one)
         elif isinstance(node, ast.Dict):
-            for value in node.values:
-                self.texts_in(value, what, seen=seen)
+            for key in node.keys if keys else ():
+                if key is not None:
+                    self.texts_in(key, **one)
+            for value in node.values if values else ():
+                self.texts_in(value, **one)  # a dict inside a dict is read by key
         elif isinstance(node, ast.IfExp):
-            self.texts_in(node.body, what, seen=seen)
-            self.texts_in(node.orelse, what, seen=seen)
+            self.texts_in(node.body, **inner)
+            self.texts_in(node.orelse, **inner)
         elif isinstance(node, ast.BoolOp):
             for value in node.values:
-                self.texts_in(value, what, seen=seen)
+                self.texts_in(value, **inner)
         elif isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            self.texts_in(node.elt, what, seen=seen)
+            self.texts_in(node.elt, **one)
         elif isinstance(node, ast.DictComp):
-            self.texts_in(node.value, what, seen=seen)
-        elif isinstance(node, ast.Subscript):
-            self.texts_in(node.value, what, seen=seen)
+            if keys:
+                self.texts_in(node.key, **one)
+            if values:
+                self.texts_in(node.value, **one)
+        elif isinstance(node, ast.Subscript):  # one value of it: a dict's keys are not shown
+            self.texts_in(node.value, **one)
         elif isinstance(node, ast.Starred):
-            self.texts_in(node.value, what, seen=seen)
+            self.texts_in(node.value, **inner)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == ITEMS:  # a loop's items
+            self.texts_in(node.args[0], **{**one, "keys": keys}, values=values)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in PASS_THROUGH:
             for arg in node.args:  # for ax, (key, title) in zip(axes, [("previous", "previous token"), ...])
-                self.texts_in(arg, what, seen=seen)
-        elif isinstance(node, ast.Name) and node.id not in seen:
-            for scope in reversed(self.scopes):
-                if node.id in scope:
-                    for value in scope[node.id]:
-                        self.texts_in(value, what, seen=seen | {node.id})
+                self.texts_in(arg, **inner)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in VIEWS:
+            method = node.func.attr
+            if method == "join":  # "; ".join(titles): each item, as text
+                for arg in node.args:
+                    self.texts_in(arg, **one)
+                return
+            by_key = method in ("get", "pop", "setdefault")
+            self.texts_in(node.func.value, what, seen=seen, whole=whole and not by_key,
+                          keys=keys and method in ("items", "keys", "copy"),
+                          values=values and method != "keys")
+        elif isinstance(node, (ast.Call, ast.Name)):
+            name = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else \
+                getattr(node, "id", None)
+            guard = name if id(node) in self.own else f"earlier {name}"  # a cell's `name` is not the context's
+            if name is None or guard in seen:
+                return
+            scopes, functions = self._scopes(node)
+            for scope in (functions if isinstance(node, ast.Call) else scopes):
+                if name in scope:  # a function of the same source: the texts it returns; a name: its values
+                    bound = _returned(scope[name]) if isinstance(node, ast.Call) else scope[name]
+                    for value in bound:
+                        self.texts_in(value, **{**inner, "seen": seen | {guard}})
                     break
+
+
+def _returned(function: ast.AST) -> list[ast.AST]:
+    """What a function returns (its own `return`s, not those of functions inside it)."""
+    return [node.value for statement in function.body if not isinstance(statement, FUNCTIONS)
+            for node in _walk_scope(statement) if isinstance(node, ast.Return) and node.value is not None]
+
+
+def _defined(statement: ast.stmt) -> list[ast.AST]:
+    """The functions a statement of a scope defines (in a `with` or an `if` too, not inside another)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [statement]
+    return [child for node in _walk_scope(statement) for child in ast.iter_child_nodes(node)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def _walk_scope(node: ast.AST):
@@ -342,19 +494,41 @@ def _walk_scope(node: ast.AST):
         current = stack.pop()
         yield current
         for child in ast.iter_child_nodes(current):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if not isinstance(child, FUNCTIONS):
                 stack.append(child)
 
 
-def source_templates(source: str) -> list[tuple[int, str, str]]:
-    """(line number, what, template) for every template of a Python source (a script, or a code
-    cell: lines of IPython magics are left out), in source order, each template once."""
-    lines = [line if not line.lstrip().startswith(("%", "!")) else "" for line in source.splitlines()]
+def _code(text: str) -> list[str]:
+    """Python lines of a script or a cell, IPython magics (`%time`, `!ls`) blanked."""
+    return [line if not line.lstrip().startswith(("%", "!")) else "" for line in text.splitlines()]
+
+
+def _parsed(source: str) -> ast.Module | None:
     try:
-        tree = ast.parse("\n".join(lines))
+        return ast.parse("\n".join(_code(source)))
     except SyntaxError:
+        return None
+
+
+def extended_context(context: Context | None, source: str) -> Context:
+    """The context for the cell after `source` (the names it binds added to `context`'s)."""
+    context = context or Context()
+    tree = _parsed(source)
+    if tree is None:
+        return context
+    # a name the cell binds again is the cell's from now on (`name` is a loop variable in many cells)
+    return Context({**context.names, **_assignments(tree.body)}, {**context.functions, **_functions(tree.body)})
+
+
+def source_templates(source: str, context: Context | None = None) -> list[tuple[int, str, str]]:
+    """(line number, what, template) for every template of a Python source (a script, or a code
+    cell: lines of IPython magics are left out), in source order, each template once. `context`
+    holds what the code before it bound (a notebook's earlier cells, `extended_context`): a name
+    bound there and shown here is followed to its texts."""
+    tree = _parsed(source)
+    if tree is None:
         return []
-    finder = _Finder()
+    finder = _Finder(context or Context())
     finder.visit(tree)
     out, seen = [], set()
     for line, _, what, template in sorted(finder.found):

@@ -37,7 +37,7 @@ from labkit.i18n.output import (  # noqa: E402
     uninstall,
 )
 from labkit.i18n.prose import english_prose, english_words  # noqa: E402
-from labkit.i18n.templates import Template, source_templates  # noqa: E402
+from labkit.i18n.templates import Template, extended_context, source_templates  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
@@ -266,3 +266,128 @@ def test_png_texts_of_a_plain_png_is_none(tmp_path):
 # Every experiment script that has a catalog runs in Chinese, as the Chinese README says (LANG=zh-CN),
 # in tests/course/test_experiments.py: its claims hold, and it prints no English prose and draws no
 # English label.
+
+
+# ------------------------------------------------------------------------------------------ what the notebooks showed
+
+def test_values_that_are_code_or_numbers_are_never_rewritten():
+    """A value is translated only when it is a whole known text with English words whose Chinese
+    differs: a prediction's unit "x", a quiz's "16" or "0", the term "logits" stay as printed, and a
+    line of values is never reformatted by the composed rules."""
+    tr = translator({"x": "倍", "16": "16", "0": "0", "logits": "logit", "causal mask": "因果掩码",
+                     "layer": "层", "head": "头"})
+    for line in ["x: (6, 4)", "logits      (1, 5, 6400)", "strides (32, 16, 4, 1)", "        [1, 0, 0, 0, 0],",
+                 "x: (1, 4, 8)  W_q: (8, 8)  W_o: (8, 8)", "        [0, 0, 0, 0, 0, 1, 1, 1]], dtype=torch.int32)"]:
+        assert tr.line(line) == line
+    assert tr.line("causal mask: (1, 4)") == "因果掩码：(1, 4)", "a known text with English words still is"
+    assert tr.line("layer 0, head 1") == "层 0，头 1"
+
+
+def test_a_table_header_of_constants_is_a_template_and_a_row_keeps_its_columns():
+    source = '''print(f"{'L':>6} {'no cache':>16} {'with cache':>12}")
+print(f"{'':10} boundaries {low:.2f} -> {high}")
+print(f"{'dtype':9} {'fill':10} {'hidden weight':>14}")
+'''
+    found = [text for _, _, text in source_templates(source)]
+    assert "L         no cache   with cache" in found, "constants are folded in, their format spec applied"
+    assert "boundaries {low} -> {high}" in found
+    assert "dtype     fill        hidden weight" in found
+    tr = translator({"hidden weight": "隐藏权重", "no: overflow": "否：溢出", "even": "均匀"})
+    row = "float16   -1e9     no: overflow            0.0        even"
+    shown = tr.line(row)
+    assert shown.split("  ")[0] == "float16" and "否：溢出" in shown and shown.rstrip().endswith("均匀")
+    english_ends = [m.end() for m in re.finditer(r"\S+(?: \S+)*", row)][1:]
+    shown_ends = [sum(2 if CHINESE.match(ch) or ch == "：" else 1 for ch in shown[:m.end()])
+                  for m in re.finditer(r"\S+(?: \S+)*", shown)][1:]
+    assert shown_ends == english_ends, f"each column ends where it did: {shown!r}"
+    assert tr.line("float16   -1e9   -inf") == "float16   -1e9   -inf", "a row of values is as written"
+    padded = translator({"{name} {n} bytes written": "{name} {n} 字节已写入", "doubling from 4": "从 4 起倍增"})
+    assert padded.line("doubling from 4    1,015,808 bytes written") == "从 4 起倍增    1,015,808 字节已写入", \
+        "a padded column's words stay one value"
+
+
+def test_a_line_whose_first_value_prints_its_leading_spaces_is_matched():
+    tr = translator({"{pad} boundaries {low}": "{pad} 边界 {low}"})
+    assert tr.line("           boundaries 5.38").strip() == "边界 5.38"
+
+
+def test_a_dict_placeholder_is_written_so_that_it_reads_back_as_one_field():
+    source = 'print(f"one head: loss {loss:.3f}, accuracy", {k: round(v, 3) for k, v in acc.items()})\n'
+    (_, _, template), = source_templates(source)
+    assert template == "one head: loss {loss}, accuracy { {k: round(v, 3) for k, v in acc.items()} }"
+    assert Template(template).fields == ["loss", "{k: round(v, 3) for k, v in acc.items()}"]
+    tr = translator({template: "单头：损失 {loss}，正确率 { {k: round(v, 3) for k, v in acc.items()} }"})
+    assert tr.line("one head: loss 0.000, accuracy {'pair': 1.0}") == "单头：损失 0.000，正确率 {'pair': 1.0}"
+
+
+def test_texts_kept_in_data_are_followed_to_where_they_are_shown():
+    source = '''
+ways = {"repeat_kv, then fused SDPA": f1, "SDPA": f2}
+for name, fn in ways.items():
+    print(f"{name:<30} {fn()}")
+ablation = {"baseline": 1.0}
+for h in range(2):
+    ablation[f"head {h} off"] = 0.5
+for name, result in ablation.items():
+    print(f"{name:12s} {result:6.2f}")
+def accepts(value):
+    try:
+        return "yes"
+    except RuntimeError:
+        return "no: overflow"
+print(f"{'dtype':9} {accepts(1):>13}")
+for name, row in zip(["previous", "induction"], rows):
+    print(f"{name:10} " + "  ".join(f"{v:9.3f}" for v in row))
+print("; ".join(["causal mask", "no mask"]))
+print(f"{len(x)} {'x_1'}", [1, 2], ("(1, 2)", "3"))
+'''
+    found = {text for _, _, text in source_templates(source)}
+    assert {"repeat_kv, then fused SDPA", "baseline", "head {h} off", "yes", "no: overflow", "previous",
+            "induction", "causal mask", "no mask"} <= found
+    assert "SDPA" not in found and "(1, 2)" not in found and "3" not in found, "no English word, no unit"
+    later = "for name in names:\n    print(f'{name}: done')\n"
+    earlier = extended_context(None, 'names = ["causal"]\n')
+    assert "causal" in {text for _, _, text in source_templates(later, earlier)}, "a name bound in an earlier cell"
+
+
+def test_a_sources_own_catalog_decides_its_own_lines():
+    """One English, two Chinese: "step" is 步数 in a notebook and 间距 in a script."""
+    tr = OutputTranslator({key_of("step"): "步数", key_of("step: {n}"): "步数：{n}"})
+    own = {key_of("step"): "间距", key_of("step: {n}"): "间距：{n}"}
+    tr.add_source('print(f"step: {n}")\nprint("step")\n', catalog=own)
+    assert tr.line("step: 3") == "间距：3" and tr.line("step") == "间距"
+
+
+def test_a_templates_placeholders_are_not_read_for_terms(tmp_path):
+    from labkit.course.translation.check import faithful_problems
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "glossary.json").write_text((REPO / "docs" / "glossary.json").read_text(encoding="utf-8"),
+                                                   encoding="utf-8")
+    script = tmp_path / "experiments" / "01_x" / "exp1_y.py"
+    script.parent.mkdir(parents=True)
+    script.write_text('print(f"heads: {attentions}")\nprint(f"the attention of {n}")\n', encoding="utf-8")
+    catalog = tmp_path / "translations" / "zh-CN" / "experiments" / "01_x" / "exp1_y.md"
+    catalog.parent.mkdir(parents=True)
+    catalog.write_text(f"<!-- zh-CN {key_of('heads: {attentions}')} · line 1: output (print) -->\n"
+                       f"头：{{attentions}}\n\n<!-- zh-CN {key_of('the attention of {n}')} · line 2: output (print) "
+                       f"-->\n"
+                       f"{{n}} 的权重\n",
+                       encoding="utf-8")
+    problems = faithful_problems(tmp_path, "experiments:01_x/exp1_y")
+    assert len(problems) == 1 and "line 2" in problems[0] and "attention" in problems[0], problems
+
+
+def test_one_english_translated_two_ways_is_listed():
+    """All catalogs merge into one table keyed by the English. Where two catalogs translate one
+    English two ways, a printed template's own catalog decides for its own lines (the case above);
+    two texts shown through tr() share the table, so only one of their Chinese can be shown: each
+    such conflict is listed for a maintainer to settle (one Chinese, or different English)."""
+    from labkit.course.translation.check import conflicts
+
+    found = conflicts(REPO)
+    shared = {english: ways for english, ways in found.items()  # two of its Chinese are shown by tr()
+              if sum(any(not output for _, output in where) for where in ways.values()) > 1}
+    assert not shared, "one English, two Chinese, both shown through tr():\n" + "\n".join(
+        f"{english!r}: " + "; ".join(f"{zh!r} in {', '.join(p for p, _ in where)}" for zh, where in ways.items())
+        for english, ways in shared.items())

@@ -14,6 +14,7 @@ from labkit.course.translation.edition import (
     LANG,
     NotTranslated,
     _relink,
+    all_targets,
     build_notebook,
     catalog_of,
     guide_pairs,
@@ -25,7 +26,7 @@ from labkit.course.translation.sources import OUTPUT
 from labkit.i18n.catalog import read_catalog
 from labkit.i18n.templates import Template
 
-__all__ = ["catalog_problems", "faithful_problems", "guide_problems", "notebook_file_problems"]
+__all__ = ["catalog_problems", "conflicts", "faithful_problems", "guide_problems", "notebook_file_problems"]
 
 
 def catalog_problems(root: Path, target: str) -> list[str]:
@@ -35,6 +36,24 @@ def catalog_problems(root: Path, target: str) -> list[str]:
         return [f"{path.relative_to(root).as_posix()} is missing: python -m labkit.course.translation sync, "
                 f"then translate it"]
     return read_catalog(path).problems(units)
+
+
+def conflicts(root: Path) -> dict[str, dict[str, list[tuple[str, bool]]]]:
+    """Every English text that two catalogs translate two ways: English -> Chinese -> the catalogs
+    that say so, each as (path, whether the unit is a template of what code prints). All catalogs
+    merge into one table keyed by the English, so only one Chinese can win there: a template's own
+    catalog decides for its source's lines (labkit/i18n/output.py), while the texts shown through
+    `tr()` (labkit's messages, quizzes, checks, predictions, widgets) share the table."""
+    found: dict[str, dict[str, set[tuple[str, bool]]]] = {}
+    for target in all_targets(root):
+        _, path, units, _ = catalog_of(root, target)
+        done = read_catalog(path).finished() if path.exists() else {}
+        for unit in units:
+            if unit.key in done:
+                where = (path.relative_to(root).as_posix(), f": {OUTPUT} (" in unit.label)
+                found.setdefault(unit.text, {}).setdefault(done[unit.key].strip(), set()).add(where)
+    return {english: {zh: sorted(where) for zh, where in ways.items()}
+            for english, ways in found.items() if len(ways) > 1}
 
 
 def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool = True) -> list[str]:
@@ -64,9 +83,17 @@ def faithful_problems(root: Path, target: str, *, kept: bool = True, terms: bool
             found = kept_problems(unit.text, zh) + render_problems(zh) + _fields_problems(unit.text, zh)
         else:
             found = kept_problems(unit.text, zh) + render_problems(zh)
-        found += term_problems(unit.text, zh, glossary)
+        if f": {OUTPUT} (" in unit.label:  # a template's {placeholders} are code, filled in, not read
+            found += term_problems(_literal_text(unit.text), _literal_text(zh), glossary)
+        else:
+            found += term_problems(unit.text, zh, glossary)
         out += [f"{path.relative_to(root).as_posix()}: {unit.label}: {problem}" for problem in found]
     return out
+
+
+def _literal_text(template: str) -> str:
+    """A template's own words, each placeholder (`{attentions}`, `{len(CATALOGUE)}`) left out."""
+    return " ".join(Template(template).literals)
 
 
 def template_problems(english: str, chinese: str) -> list[str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from labkit.i18n.catalog import Unit
-from labkit.i18n.templates import source_templates
+from labkit.i18n.templates import extended_context, source_templates
 
 __all__ = ["OUTPUT", "check_units", "code_texts", "experiment_units", "glossary_units", "labkit_units",
            "notebook_units", "prediction_units", "quiz_units"]
@@ -65,13 +65,15 @@ def code_texts(source: str) -> list[tuple[str, str]]:
 
 
 def notebook_units(path: Path) -> list[Unit]:
-    units = []
+    units, context = [], None  # the cells before: a text bound in one cell may be printed in a later one
     for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
         if cell.cell_type == "markdown" and cell.source.strip():
             units.append(Unit(cell.source, f"cell {index}"))
         elif cell.cell_type == "code":
             units += [Unit(text, f"cell {index}: {what}") for what, text in code_texts(cell.source)]
-            units += [Unit(text, f"cell {index}: {OUTPUT} ({what})") for _, what, text in source_templates(cell.source)]
+            units += [Unit(text, f"cell {index}: {OUTPUT} ({what})")
+                      for _, what, text in source_templates(cell.source, context)]
+            context = extended_context(context, cell.source)
     return units
 
 
