@@ -125,7 +125,7 @@ def _execute_notebook(path: Path, lang: str = "en", text: str | None = None) -> 
     notebook = nbformat.read(path, as_version=4) if text is None else nbformat.reads(text, as_version=4)
     for cell in notebook.cells:  # timestamps of earlier runs: noise in every diff
         cell.metadata.pop("execution", None)
-    execute_notebook(notebook, path.parent, env={**os.environ, ENV: lang})
+    execute_notebook(notebook, path.parent, env={**os.environ, ENV: lang}, name=path.name)
     path.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")  # as `translation build` writes
 
 

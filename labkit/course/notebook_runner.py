@@ -20,6 +20,7 @@ real kernel all execute notebooks through `execute_notebook`, which adds two thi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,17 +47,21 @@ def _client_class():
 
 def execute_notebook(notebook, folder: Path, cell_timeout: int | None = CELL_TIMEOUT,
                      allow_errors: bool = False, record_timing: bool = False, env: dict | None = None,
-                     then: Callable[[Callable[[str], Any]], Any] | None = None):
+                     then: Callable[[Callable[[str], Any]], Any] | None = None, name: str | None = None):
     """Run every code cell of `notebook` (an nbformat node, updated in place and returned) top to
     bottom in a fresh python3 kernel started in `folder` (with the environment `env`, default this
     process's). A cell past `cell_timeout` seconds raises nbclient's CellTimeoutError; a failing
-    cell raises CellExecutionError unless `allow_errors`.
+    cell raises CellExecutionError unless `allow_errors`. `name`, the notebook's file name, is told
+    to the kernel as JupyterLab tells it (JPY_SESSION_NAME: a Chinese kernel reads its notebook's
+    catalog first, labkit/i18n/output.py).
 
     `then`, if given, is called once every cell has run, with the kernel still up, as a learner
     goes on in the same kernel: `then(run)`, where `run(source)` executes one more cell (not kept in
     `notebook`) and returns it, outputs and all. Its return value is returned instead of the notebook."""
     client = _client_class()(notebook, timeout=cell_timeout, kernel_name="python3", allow_errors=allow_errors,
                              record_timing=record_timing, resources={"metadata": {"path": str(folder)}})
+    if name is not None:
+        env = {**(os.environ if env is None else env), "JPY_SESSION_NAME": str(Path(folder) / name)}
     kernel = {"env": env} if env is not None else {}
     if then is None:
         client.execute(**kernel)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import struct
 import sys
@@ -47,6 +48,7 @@ __all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "i
 
 DEPTH = 3  # a value translated inside a value inside a line, and no deeper
 PNG_KEY = "labkit:texts"
+SESSION = "JPY_SESSION_NAME"  # the notebook a Jupyter server started this kernel for
 
 _active: OutputTranslator | None = None
 
@@ -181,7 +183,7 @@ class OutputTranslator:
                     break
             if chosen is not None:
                 return start + fill(chinese, chosen) + trail
-        return self._row(text) if depth == 0 else text
+        return self._row(text, depth)  # a value too: a header's names joined into one placeholder
 
     def _composed(self, values: dict[str, str]) -> bool:
         # a known value is a known English text: a number or a letter that some catalog happens to
@@ -189,13 +191,15 @@ class OutputTranslator:
         known = [self.known(value) is not None and bool(english_words(value)) for value in values.values()]
         return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
 
-    def _row(self, text: str) -> str:
+    def _row(self, text: str, depth: int = 0) -> str:
         """A line that no template matches, read as a table's row (cells apart by two or more
         spaces): each cell that is a known text translated, the columns kept (a Chinese character
         takes two). As written where no cell is known."""
         cells = [(m.start(), m.end(), m.group()) for m in CELL.finditer(text)]
-        shown = [self.line(cell, 1) for _, _, cell in cells]
-        if len(cells) < 2 or shown == [cell for _, _, cell in cells]:
+        if len(cells) < 2:
+            return text
+        shown = [self.line(cell, depth + 1) for _, _, cell in cells]  # one level deeper: a value's row ends
+        if shown == [cell for _, _, cell in cells]:
             return text
         (start, _, _), out = cells[0], ""
         out = text[:start] + shown[0]  # the first cell keeps its left edge, the others their right edge
@@ -299,23 +303,51 @@ def translate_cells(shell) -> OutputTranslator:
     nothing and is shown as written), and write out a partial line (print(..., end="")) when the
     cell ends. Figures are translated as the kernel draws them (labkit.figures.record_text_sizes).
     Called from show_figures_inline(), which every notebook runs first; calling it again (a second
-    show_figures_inline, a widget's redraw) changes nothing."""
+    show_figures_inline, a widget's redraw) changes nothing.
+
+    Where the kernel knows its notebook, that notebook's catalog decides a word that two catalogs
+    translate apart ("yes" is 是 for masked_fill in module 05, 有 in make list): JupyterLab tells a
+    kernel its notebook's path (JPY_SESSION_NAME, kept by ipykernel as `__session__`), VS Code sets
+    `__vsc_ipynb_file__`, and labkit's own runs (make notebooks, the tests) pass it as JupyterLab does."""
+    global _cell_catalog
     translator = install()
     events = shell.events
     if _learn_cell not in events.callbacks["pre_run_cell"]:
+        _cell_catalog = _notebook_catalog(shell)
         events.register("pre_run_cell", _learn_cell)
         events.register("post_run_cell", _end_of_cell)
         history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
         if history:  # the cell running now, whose pre_run_cell has passed: its prints come next
-            translator.add_source(history[-1])
+            translator.add_source(history[-1], _cell_catalog)
     return translator
+
+
+_cell_catalog: dict[str, str] = {}
+
+
+def _notebook_catalog(shell) -> dict[str, str]:
+    """The finished blocks of the catalog of the notebook this kernel runs, or {} where it is not
+    known (a learner's copy keeps its notebook's name; a backup, NN_slug.backup-....ipynb, too)."""
+    from labkit.course_root import CourseError, find_course_root
+    from labkit.i18n import TRANSLATIONS
+
+    names = getattr(shell, "user_ns", None) or {}
+    notebook = names.get("__session__") or names.get("__vsc_ipynb_file__") or os.environ.get(SESSION)
+    if not notebook:
+        return {}
+    try:
+        root = find_course_root()
+    except CourseError:
+        return {}
+    catalog = root / TRANSLATIONS / "notebooks" / f"{Path(str(notebook)).name.split('.')[0]}.md"
+    return read_catalog(catalog).finished() if catalog.is_file() else {}
 
 
 def _learn_cell(info) -> None:
     """pre_run_cell: the cell's templates, and the wrapper back on stdout if something (a
     capture_output left open, a library) replaced it."""
     if _active is not None:
-        install(info.raw_cell or "")
+        install().add_source(info.raw_cell or "", _cell_catalog)
 
 
 def _end_of_cell(result) -> None:

@@ -391,3 +391,15 @@ def test_one_english_translated_two_ways_is_listed():
     assert not shared, "one English, two Chinese, both shown through tr():\n" + "\n".join(
         f"{english!r}: " + "; ".join(f"{zh!r} in {', '.join(p for p, _ in where)}" for zh, where in ways.items())
         for english, ways in shared.items())
+
+
+def test_a_row_inside_a_value_is_translated_and_the_depth_still_ends():
+    """A header whose names are joined into one placeholder is a row inside a value; a value whose
+    cells match templates whose values are rows again must end (it once recursed without end)."""
+    tr = translator({"step {names}": "步骤 {names}", "MiniMind2 fused": "MiniMind2 融合", "{x} of {y}": "{y} 的 {x}"})
+    english = "step      MiniMind2 fused   MiniMind2 fused"
+    shown = tr.line(english)
+    assert shown.startswith("步骤") and shown.count("MiniMind2 融合") == 2, shown
+    assert len(shown) + sum(bool(CHINESE.match(ch)) for ch in shown) == len(english), "the last column ends where it did"
+    line = "  ".join(["a b of c d"] * 6)
+    assert isinstance(tr.line(f"{line} of {line}"), str)

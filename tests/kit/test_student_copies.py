@@ -568,7 +568,7 @@ def _run_copy(path: Path, folder: Path, lang: str = "en") -> list[str]:
         return play(run, notebook, answer_book, path.name, lang, right_first=lang == "en")
 
     try:
-        problems = execute_notebook(notebook, folder, env=env, then=predictions)
+        problems = execute_notebook(notebook, folder, env=env, then=predictions, name=path.name)
     except Exception as error:  # a failing cell, a dead kernel or a timeout: the copy does not run
         return [f"{path.name}: the copy does not run top to bottom: {type(error).__name__}: {str(error)[-600:]}"]
     problems += seen_problems(notebook, f"{path.name} (learner copy, run)")
