@@ -400,6 +400,7 @@ def test_a_row_inside_a_value_is_translated_and_the_depth_still_ends():
     english = "step      MiniMind2 fused   MiniMind2 fused"
     shown = tr.line(english)
     assert shown.startswith("步骤") and shown.count("MiniMind2 融合") == 2, shown
-    assert len(shown) + sum(bool(CHINESE.match(ch)) for ch in shown) == len(english), "the last column ends where it did"
+    wide = sum(bool(CHINESE.match(ch)) for ch in shown)
+    assert len(shown) + wide == len(english), "the last column ends where it did"
     line = "  ".join(["a b of c d"] * 6)
     assert isinstance(tr.line(f"{line} of {line}"), str)
