@@ -57,6 +57,7 @@ _active: OutputTranslator | None = None
 # translated where a catalog knows them, and only the punctuation changes. One matches only where
 # a value is a known text and the others hold no English word (numbers, code: "causal mask: P x"),
 # never a line of values such as "[(1, 0), (1, 1)]".
+LISTS = {"; ": "；", ", ": "、"}  # a list joined into one line: its separator, and the Chinese one
 CELL = re.compile(r"\S+(?: \S+)*")  # a table's cell: words apart by single spaces
 COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}",
             "({text})": "（{text}）"}  # a known text in brackets: a tick label's second line, "(first token)"
@@ -183,6 +184,9 @@ class OutputTranslator:
                     break
             if chosen is not None:
                 return start + fill(chinese, chosen) + trail
+        joined = self._joined(core, depth)
+        if joined is not None:
+            return lead + joined + trail
         return self._row(text, depth)  # a value too: a header's names joined into one placeholder
 
     def _composed(self, values: dict[str, str]) -> bool:
@@ -190,6 +194,15 @@ class OutputTranslator:
         # hold ("6", a quiz's choice; "x", a unit) does not make "(2, 6, 4, 8)" a grid title
         known = [self.known(value) is not None and bool(english_words(value)) for value in values.values()]
         return any(known) and all(k or not english_words(v) for k, v in zip(known, values.values()))
+
+    def _joined(self, text: str, depth: int) -> str | None:
+        """A list of known texts joined into one ("; ".join(titles)): each translated and joined with
+        Chinese punctuation, or None unless every part is a known text (never half a list)."""
+        for separator, chinese in LISTS.items():
+            parts = text.split(separator)
+            if len(parts) > 1 and all(self.known(part) is not None for part in parts):
+                return chinese.join(self.known(part) for part in parts)
+        return None
 
     def _row(self, text: str, depth: int = 0) -> str:
         """A line that no template matches, read as a table's row (cells apart by two or more

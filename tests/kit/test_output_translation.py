@@ -404,3 +404,10 @@ def test_a_row_inside_a_value_is_translated_and_the_depth_still_ends():
     assert len(shown) + wide == len(english), "the last column ends where it did"
     line = "  ".join(["a b of c d"] * 6)
     assert isinstance(tr.line(f"{line} of {line}"), str)
+
+
+def test_a_list_of_known_texts_is_translated_whole_or_not_at_all():
+    tr = translator({"stage {n}: {titles}": "阶段 {n}：{titles}", "scores not scaled": "分数未缩放",
+                     "keys not transposed": "键未转置"})
+    assert tr.line("stage 1: scores not scaled; keys not transposed") == "阶段 1：分数未缩放；键未转置"
+    assert tr.line("stage 1: scores not scaled; my own note") == "阶段 1：scores not scaled; my own note"
