@@ -12,7 +12,7 @@ program:
 - **figures**: before a figure is drawn for the learner (the notebook's inline display, an
   Experiment's save), every text on it (titles, axis labels, legends, annotations, tick labels
   set by hand) is translated the same way, and drawn with a font that has Chinese characters
-  (labkit.figures.chinese_font: the pinned Noto Sans CJK SC; without any such font the figure
+  (labkit.i18n.fonts.chinese_font: the pinned Noto Sans CJK SC; without any such font the figure
   stays English rather than showing boxes).
 
 Where the templates come from: in a notebook, the source of every cell as it runs (so a learner's
@@ -44,7 +44,7 @@ from labkit.i18n.prose import english_words
 from labkit.i18n.templates import Context, Template, extended_context, fill, source_templates
 
 __all__ = ["OutputTranslator", "TranslatingStream", "active", "figure_texts", "install", "png_texts",
-           "record_png", "translate_cells", "translate_figure", "uninstall"]
+           "notebook_catalog", "record_png", "translate_cells", "translate_figure", "uninstall"]
 
 DEPTH = 3  # a value translated inside a value inside a line, and no deeper
 PNG_KEY = "labkit:texts"
@@ -339,20 +339,24 @@ _cell_catalog: dict[str, str] = {}
 
 
 def _notebook_catalog(shell) -> dict[str, str]:
-    """The finished blocks of the catalog of the notebook this kernel runs, or {} where it is not
-    known (a learner's copy keeps its notebook's name; a backup, NN_slug.backup-....ipynb, too)."""
+    """The catalog of the notebook this kernel runs, where the kernel is told which, else {}."""
+    names = getattr(shell, "user_ns", None) or {}
+    notebook = names.get("__session__") or names.get("__vsc_ipynb_file__") or os.environ.get(SESSION)
+    return notebook_catalog(str(notebook)) if notebook else {}
+
+
+def notebook_catalog(notebook: str) -> dict[str, str]:
+    """The finished blocks of the catalog of the notebook at `notebook` (a path or a file name), or
+    {} where it has none (a learner's copy keeps its notebook's name; a backup,
+    NN_slug.backup-....ipynb, too)."""
     from labkit.course_root import CourseError, find_course_root
     from labkit.i18n import TRANSLATIONS
 
-    names = getattr(shell, "user_ns", None) or {}
-    notebook = names.get("__session__") or names.get("__vsc_ipynb_file__") or os.environ.get(SESSION)
-    if not notebook:
-        return {}
     try:
         root = find_course_root()
     except CourseError:
         return {}
-    catalog = root / TRANSLATIONS / "notebooks" / f"{Path(str(notebook)).name.split('.')[0]}.md"
+    catalog = root / TRANSLATIONS / "notebooks" / f"{Path(notebook).name.split('.')[0]}.md"
     return read_catalog(catalog).finished() if catalog.is_file() else {}
 
 
@@ -375,7 +379,7 @@ def translate_figure(figure) -> None:
     """Every text of `figure` in Chinese where the active translator knows it, drawn with a font that
     has Chinese characters. Nothing without an active translator, nor without such a font (English
     is better than boxes)."""
-    from labkit.figures import chinese_font, use_chinese_font
+    from labkit.i18n.fonts import chinese_font, use_chinese_font
 
     translator = active()
     if translator is None or chinese_font() is None:

@@ -28,7 +28,9 @@ NEUTRAL = frozenset("""
 log ln exp sqrt softmax argmax argmin max min nan inf dtype dtypes torch numpy cpu cuda mps ms us ns
 true false none sin cos tanh relu silu gelu rms rmsnorm layernorm vs eps
 logit logits token tokens batch cache dropout
-""".split())  # the last line: glossary terms the Chinese edition writes in English (docs/glossary.json)
+rad acc
+""".split())  # the third line: glossary terms the Chinese edition writes in English (docs/glossary.json);
+# the last: a unit of angle on the figures (rad), and FlashAttention's running accumulator (acc, with m and l)
 TWO_LETTER_WORDS = frozenset("of to in is on at by as an or if no it be we so do up us my he am".split())
 
 _QUOTED = re.compile(r"`[^`\n]*`|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"")
@@ -37,7 +39,8 @@ _CODE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\([^()\n]*\)"  # a call: f
                    r"|\w*_\w*"  # snake_case, d_k
                    r"|\w*\d\w*"  # a word with digits: float16, 2x, exp1
                    r"|\w+=\S*"  # key=value
-                   r"|[-+]\w+")  # a flag or a sign: --rows, -inf
+                   r"|\w+\[[^\]\n]*\]"  # an index: out[0], x[:, 1]
+                   r"|(?<![\w-])[-+]+\w+")  # a flag or a sign: --rows, -inf (not the hook of pre-hook)
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 
 

@@ -381,8 +381,9 @@ class _Finder(ast.NodeVisitor):
                 self.texts_in(arg, "print", top=False, whole=True)
         else:
             positions = SHOWN_POSITIONAL.get(name, ())
+            shown = self._printed_parameters(node)  # a function of this source that prints its argument
             for index, arg in enumerate(node.args):
-                if index in positions:
+                if index in positions or index in shown:
                     self.texts_in(arg, name)
             known = name in SHOWN_POSITIONAL or name in KEYWORDS_OF
             keywords = KEYWORDS_OF.get(name, SHOWN_KEYWORDS) if known else ANY_CALL_KEYWORDS
@@ -390,6 +391,21 @@ class _Finder(ast.NodeVisitor):
                 if keyword.arg in keywords:
                     self.texts_in(keyword.value, f"{name} {keyword.arg}")
         self.generic_visit(node)
+
+    def _printed_parameters(self, call: ast.Call) -> set[int]:
+        """The positions of the arguments that `call`, a call of a function defined in this source
+        (or an earlier cell), prints: `compare("top-left causal mask", step)` where
+        `def compare(name, step)` prints `name`."""
+        if not isinstance(call.func, ast.Name):
+            return set()
+        for scope in self._scopes(call)[1]:
+            function = scope.get(call.func.id)
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                printed = {node.id for inner in ast.walk(function) if isinstance(inner, ast.Call)
+                           and getattr(inner.func, "id", "") == "print" for node in ast.walk(inner)
+                           if isinstance(node, ast.Name)}
+                return {index for index, arg in enumerate(function.args.args) if arg.arg in printed}
+        return set()
 
     def texts_in(self, node: ast.AST, what: str, top: bool = True, seen: frozenset[str] = frozenset(),
                  keys: bool = True, values: bool = True, whole: bool = False) -> None:

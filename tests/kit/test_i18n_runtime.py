@@ -22,6 +22,7 @@ import torch  # noqa: E402
 
 import labkit.figures as figures  # noqa: E402
 import labkit.i18n as i18n  # noqa: E402
+import labkit.i18n.fonts as fonts  # noqa: E402
 from labkit.checks import STRICT_ENV, check  # noqa: E402
 from labkit.course_map import map_figures  # noqa: E402
 from labkit.i18n import ENV, LANGUAGES, language, speaking, use_language  # noqa: E402
@@ -393,6 +394,7 @@ def texts(figure) -> list[str]:
 
 def test_the_course_map_labels_are_chinese_where_a_font_can_draw_them(monkeypatch):
     monkeypatch.setattr(figures, "chinese_font", lambda: "DejaVu Sans")  # stands in for an installed CJK font
+    monkeypatch.setattr(fonts, "chinese_font", lambda: "DejaVu Sans")
     with speaking("zh-CN"):
         block, forward = map_figures("05")
     assert texts(block)[0].startswith("MiniMind 的解码器：你在这里，模块 05")
@@ -406,6 +408,7 @@ def test_the_course_map_labels_are_chinese_where_a_font_can_draw_them(monkeypatc
 
 def test_without_a_chinese_font_the_map_stays_english_rather_than_empty_boxes(monkeypatch):
     monkeypatch.setattr(figures, "chinese_font", lambda: None)
+    monkeypatch.setattr(fonts, "chinese_font", lambda: None)
     with speaking("zh-CN"):
         english = [texts(f) for f in map_figures("05")]
     assert english == [texts(f) for f in map_figures("05")]
@@ -418,6 +421,7 @@ def test_the_explorer_speaks_chinese(monkeypatch):
     from labkit.tiny_data import ByteTokenizer
 
     monkeypatch.setattr(figures, "chinese_font", lambda: "DejaVu Sans")
+    monkeypatch.setattr(fonts, "chinese_font", lambda: "DejaVu Sans")
     torch.manual_seed(0)
     config = mm.MiniMindConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                num_key_value_heads=2, vocab_size=257, max_position_embeddings=128)

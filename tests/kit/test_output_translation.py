@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 import labkit.figures as figures  # noqa: E402
+import labkit.i18n.fonts as fonts  # noqa: E402
 from labkit.course.translation.check import template_problems  # noqa: E402
 from labkit.experiment import print_table  # noqa: E402
 from labkit.i18n import ENV, use_language  # noqa: E402
@@ -213,7 +214,7 @@ def _figure():
 
 
 def test_a_figure_is_translated_with_the_pinned_font_and_records_its_texts(tmp_path):
-    assert figures.chinese_font() == "Noto Sans CJK SC", "mplfonts==0.0.11 (requirements.txt) is installed"
+    assert fonts.chinese_font() == "Noto Sans CJK SC", "mplfonts==0.0.11 (requirements.txt) is installed"
     speak({"causal mask": "因果掩码", "Attention weights": "注意力权重", "key position": "键的位置"})
     fig = _figure()
     translate_figure(fig)
@@ -247,6 +248,7 @@ def test_tick_labels_set_by_hand_are_translated(tmp_path):
 def test_without_a_chinese_font_a_figure_stays_english(monkeypatch):
     speak({"causal mask": "因果掩码"})
     monkeypatch.setattr(figures, "chinese_font", lambda: None)
+    monkeypatch.setattr(fonts, "chinese_font", lambda: None)
     fig = _figure()
     translate_figure(fig)
     assert fig.axes[0].get_legend().get_texts()[0].get_text() == "causal mask", "English, never boxes"

@@ -355,13 +355,26 @@ SMALL_LABELS = {
 }
 
 
+def listed(module: str, width: int, height: int) -> tuple[str, int, int]:
+    """The SMALL_LABELS entry of a figure of this size, or its own key. The Chinese edition draws
+    the same figure a pixel or two taller or wider (a Chinese font's line height), so a size within
+    SIZE_SLACK pixels is the same figure."""
+    for key in SMALL_LABELS:
+        if key[0] == module and abs(key[1] - width) <= SIZE_SLACK and abs(key[2] - height) <= SIZE_SLACK:
+            return key
+    return (module, width, height)
+
+
+SIZE_SLACK = 3
+
+
 def figure_label_problems(module: str, slides: list[dict], check_list: bool) -> list[str]:
     """Figures shown with labels under FIGURE_TEXT_PX that SMALL_LABELS does not list; with
     `check_list`, also the listed figures of `module` that no longer are (remove them)."""
     problems, small = [], set()
     for slide in slides:
         for figure in slide["figures"]:
-            key = (module, figure["width"], figure["height"])
+            key = listed(module, figure["width"], figure["height"])
             if figure["px"] >= FIGURE_TEXT_PX - 0.05:
                 continue
             small.add(key)
