@@ -60,7 +60,8 @@ _active: OutputTranslator | None = None
 LISTS = {"; ": "；", ", ": "、"}  # a list joined into one line: its separator, and the Chinese one
 CELL = re.compile(r"\S+(?: \S+)*")  # a table's cell: words apart by single spaces
 COMPOSED = {"{row_name} {r}, {col_name} {c}": "{row_name} {r}，{col_name} {c}", "{name}: {value}": "{name}：{value}",
-            "({text})": "（{text}）"}  # a known text in brackets: a tick label's second line, "(first token)"
+            "({text})": "（{text}）",  # a known text in brackets: a tick label's second line, "(first token)"
+            "{col_name} {c}": "{col_name} {c}"}  # show_heatmaps' one row of maps: "head 0", "head 1", ...
 
 
 @cache

@@ -33,7 +33,7 @@ rad acc
 # the last: a unit of angle on the figures (rad), and FlashAttention's running accumulator (acc, with m and l)
 TWO_LETTER_WORDS = frozenset("of to in is on at by as an or if no it be we so do up us my he am".split())
 
-_QUOTED = re.compile(r"`[^`\n]*`|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"")
+_QUOTED = re.compile(r"`[^`\n]*`|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」")
 _CODE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\([^()\n]*\)"  # a call: f(x), masked_fill(fill)
                    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # a dotted name: torch.float32, x.shape
                    r"|\w*_\w*"  # snake_case, d_k

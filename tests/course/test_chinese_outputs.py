@@ -73,21 +73,28 @@ def shown(outputs: list[dict], course_map: bool = False) -> list[tuple]:
     return out
 
 
+def said_by_labkit(english: str, chinese: str, english_in) -> bool:
+    """Whether `chinese` can be what labkit itself said for `english` through `tr` (a check, a
+    prediction, the quiz, the grader's report, a figure labkit draws with figure_tr): a different
+    text, with no English (`english_in`: prose for a line, any word for a figure's label; an
+    error's own message aside), that keeps every number of the English (a catalog keeps them)."""
+    numbers_kept = set(NUMBER.findall(english)) <= set(NUMBER.findall(chinese))
+    return chinese != english and numbers_kept and not english_in(RAISED.split(chinese, 1)[0])
+
+
 def line_problem(english: str, chinese: str, tr: OutputTranslator) -> str | None:
     """Why `chinese` is not what the Chinese kernel shows for the English line `english`, or None.
 
     Either it is the line translated by the kernel's translator (a template of the cell that printed
-    it), or, where no template of the cell matches (a line labkit composed: a check's verdict, a
-    prediction's reveal, the quiz), labkit said it in Chinese itself, through `tr`: then it differs
+    it), or labkit said it in Chinese itself, through `tr` (a check's verdict, a prediction's reveal,
+    the quiz, the grader's report, whose English a cell's template may also match): then it differs
     from the English, holds no English prose (an error's own message aside) and every number the
     English holds (a catalog keeps every number; Chinese may add one: "ones" is 全为 1). A line
     without an English word (values, code) is shown as written in both editions."""
     translated = tr.line(english)
     if chinese == translated:
         return None
-    numbers_kept = set(NUMBER.findall(english)) <= set(NUMBER.findall(chinese))
-    if translated == english and english_words(english) and chinese != english and numbers_kept \
-            and not english_prose(RAISED.split(chinese, 1)[0]):
+    if said_by_labkit(english, chinese, english_prose):
         return None
     return f"want {translated!r}, got {chinese!r}"
 
@@ -100,7 +107,9 @@ def item_problems(english: tuple, chinese: tuple, tr: OutputTranslator) -> list[
         if text is None or chinese[2] is None:  # the map, or an English figure stored without its texts
             return []
         want = tuple(tr.text(label) for label in text)
-        return [] if chinese[2] == want else [f"a figure's texts: want {want}, got {chinese[2]}"]
+        same = len(want) == len(chinese[2]) and all(
+            zh == wanted or said_by_labkit(en, zh, english_words) for en, zh, wanted in zip(text, chinese[2], want))
+        return [] if same else [f"a figure's texts: want {want}, got {chinese[2]}"]
     if not isinstance(text, str) or kind == "stream" and english[1] != "stdout":
         return [] if text == chinese[2] else [f"want {text!r}, got {chinese[2]!r}"]
     en_lines, zh_lines = text.split("\n"), chinese[2].split("\n")
