@@ -37,7 +37,7 @@ _QUOTED = re.compile(r"`[^`\n]*`|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"
 _CODE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\([^()\n]*\)"  # a call: f(x), masked_fill(fill)
                    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # a dotted name: torch.float32, x.shape
                    r"|\w*_\w*"  # snake_case, d_k
-                   r"|\w*\d\w*"  # a word with digits: float16, 2x, exp1
+                   r"|(?:\w+-)*\w*\d\w*(?:-\w+)*"  # a word with digits, hyphened parts too: float16, MiniMind2-Small
                    r"|\w+=\S*"  # key=value
                    r"|\w+\[[^\]\n]*\]"  # an index: out[0], x[:, 1]
                    r"|(?<![\w-])[-+]+\w+")  # a flag or a sign: --rows, -inf (not the hook of pre-hook)
