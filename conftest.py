@@ -14,10 +14,18 @@ set is kept. The serial pass (`-n0`, the claims about time) runs alone and keeps
 """
 
 import os
+import sys
 
 import pytest
 
 os.environ["ATTENTION_LAB_STRICT_CHECKS"] = "1"
+
+# pytest rewrites each test module's asserts before importing it and keeps the result in the
+# module's __pycache__ (git-ignored, removed by make clean), unless bytecode is not to be written
+# (PYTHONDONTWRITEBYTECODE): then every pytest process, each worker and the serial pass, rewrites
+# all 200-odd test modules again, 7 s of CPU each. The suite's own processes write them; a learner's
+# Python is left as it was set.
+sys.dont_write_bytecode = False
 
 if "PYTEST_XDIST_WORKER" in os.environ:
     for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

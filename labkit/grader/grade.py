@@ -27,7 +27,7 @@ from labkit.i18n import phrase, tr
 
 from .compare import Difference, first_difference, same_behaviour
 from .contract import CONTRACT, CONTRACT_TEXT, Misread
-from .guard import DEFAULT_TIME_LIMIT, Guard, Misuse, replaced, take_snapshot
+from .guard import DEFAULT_TIME_LIMIT, Guard, Misuse, imported_since_snapshot, replaced, take_snapshot
 from .ladder import (
     LADDER,
     PASSES,
@@ -177,7 +177,8 @@ def trusted_records(cls: type, stage: Stage, seed: int, passes: tuple[str, ...],
             _TRUSTED[key] = run_model(None if cls is mm.Attention else cls, seed)
         else:
             _TRUSTED[key] = run_stage(cls, stage, seed, passes, reads=misread.reads if misread else None)
-        take_snapshot()  # what the grader's own runs changed is legitimate (transformers wraps torch.manual_seed)
+        if imported_since_snapshot():  # what the grader's own runs changed is legitimate
+            take_snapshot()
     return _TRUSTED[key]
 
 

@@ -225,10 +225,11 @@ class Snapshot:
     the stages. Read-only once made."""
 
     __slots__ = ("spaces", "labels", "functions", "codes", "defaults", "with_kwdefaults", "kwdefaults", "cells",
-                 "contents", "objects", "fields")
+                 "contents", "objects", "fields", "modules")
 
     def __init__(self, namespaces: dict[str, tuple[object, bool]]):
         set_ = object.__setattr__
+        set_(self, "modules", len(sys.modules))
         set_(self, "spaces", tuple((name, holder, additions, types.MappingProxyType(dict(vars(holder))))
                                    for name, (holder, additions) in namespaces.items()))
         labels: dict[int, tuple[str, types.FunctionType]] = {}
@@ -291,9 +292,17 @@ _SNAPSHOT: Snapshot | None = None
 
 def take_snapshot() -> None:
     """Record every namespace above (called when the grader is imported, and after the grader's own
-    runs, which may import more of torch)."""
+    runs when they imported a module: see imported_since_snapshot)."""
     global _SNAPSHOT
     _SNAPSHOT = Snapshot(_namespaces())
+
+
+def imported_since_snapshot() -> bool:
+    """Whether a module was imported since the snapshot was taken. The grader's own runs change what
+    the snapshot holds only by importing (transformers imports torch._dynamo, which rebinds
+    torch.manual_seed to a wrapper): a run that imported nothing needs no new snapshot, and taking
+    one after each of the hundreds of runs a diagnosis makes was a quarter of the grading's time."""
+    return len(sys.modules) != _SNAPSHOT.modules
 
 
 def _same(now, original) -> bool:

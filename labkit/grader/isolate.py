@@ -1,7 +1,7 @@
 """A learner's file, graded from a process of its own (what `python -m labkit.grader FILE` does).
 
-The file is imported, and its layer built and called, only in a worker process started with
-`spawn` (a fresh interpreter, nothing inherited). The worker sends back what each call returned
+The file is imported, and its layer built and called, only in a worker process that inherits
+nothing from this one (`worker_context`). The worker sends back what each call returned
 (`Records`: tensors and error messages); the reference, the planted mistakes and every comparison
 run here, in the parent, which never imports the file. So a file that replaces the grader's
 functions, torch's or minimind_ref's changes only the worker's copies, which no verdict relies on
@@ -54,6 +54,21 @@ from labkit.i18n import language, phrase, tr, use_language
 
 from .guard import DEFAULT_TIME_LIMIT, Guard, Misuse, audit_hook, learner_line, profiler, reaches_in, tell_parent
 from .ladder import STAGE, Outcome, Raised, Stage, Unfinished
+
+
+def worker_context() -> multiprocessing.context.BaseContext:
+    """How workers start. On Linux, forked from a server that was itself started as a fresh
+    interpreter and has only imported the grader (`forkserver`): a worker begins in 0.1 s instead of
+    the 2 to 3 s a fresh interpreter takes to import torch, which counts when one process grades many
+    files (the test suite does), and nothing of this process reaches it. Elsewhere a fresh interpreter
+    per worker (`spawn`): on macOS a process forked after torch and Apple's libraries start may crash,
+    and Windows cannot fork."""
+    if sys.platform != "linux":
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])  # kept until the server starts, with the first worker
+    return context
+
 
 STARTUP_LIMIT = 300.0  # seconds for the worker to start and import torch, on a slow and busy laptop
 GRACE = 15.0  # the worker's own alarm speaks first; the parent's clock is the backstop
@@ -204,11 +219,15 @@ def records_from_data(data) -> dict:
 
 # -- the worker -------------------------------------------------------------------------------------
 
-def _worker(conn, path: str, class_name: str | None, time_limit: float | None, lang: str = "en") -> None:
+def _worker(conn, path: str, class_name: str | None, time_limit: float | None, lang: str, folder: str,
+            environment: dict[str, str]) -> None:
     """The worker's loop: watch, import the file, then answer ("check",) and ("run", stage key, seed,
-    passes); its messages in the parent's language `lang`."""
+    passes); its messages in the parent's language `lang`, from the parent's folder and environment."""
     from .grade import GraderUsageError, LocalLearner, check_learner, inherited_reference
 
+    os.chdir(folder)
+    os.environ.clear()
+    os.environ.update(environment)
     use_language(lang)
     tr("usage error: {error}", error="")  # the catalog read now, before the file runs and the hooks watch
 
@@ -259,7 +278,7 @@ def _worker(conn, path: str, class_name: str | None, time_limit: float | None, l
 # -- the parent's side ------------------------------------------------------------------------------
 
 class IsolatedLearner:
-    """The learner's file in a spawned worker; the same interface as grade.LocalLearner, plus what
+    """The learner's file in a worker process; the same interface as grade.LocalLearner, plus what
     the worker told along the way: `borrowed` (the reference's code that ran in it), `inherits`."""
 
     def __init__(self, path: str, class_name: str | None = None, time_limit: float | None = DEFAULT_TIME_LIMIT):
@@ -272,10 +291,12 @@ class IsolatedLearner:
 
     def start(self) -> str:
         """Start the worker; the class's name once the file is imported and the class checked."""
-        context = multiprocessing.get_context("spawn")
+        context = worker_context()
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker, daemon=True,
-                                       args=(child, self.path, self.class_name, self.time_limit, language()))
+        # this process's folder and environment as they are now, as a fresh interpreter would start
+        # with them (a forked worker has the server's, as they were when it started)
+        self.process = context.Process(target=_worker, daemon=True, args=(
+            child, self.path, self.class_name, self.time_limit, language(), os.getcwd(), dict(os.environ)))
         self.process.start()
         child.close()
         name, self.inherits = self._answer(STARTUP_LIMIT)

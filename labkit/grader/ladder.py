@@ -309,12 +309,13 @@ def construct(cls: type, config: mm.MiniMindConfig, layer_idx: int, guard=None) 
 
 def build_layer(cls: type, config: mm.MiniMindConfig, reference: nn.Module, layer_idx: int, dtype,
                 guard=None) -> nn.Module | Raised:
-    """The learner's layer for `layer_idx`, with the reference layer's weights loaded strictly, or
-    what loading them raised (a stage's finding)."""
+    """The learner's layer for `layer_idx`, with the reference layer's weights loaded strictly (copies:
+    the learner's layer never holds the reference's tensors) and then cast to `dtype`, or what
+    loading them raised (a stage's finding)."""
     layer = construct(cls, config, layer_idx, guard)
 
     def load() -> nn.Module:
-        layer.load_state_dict(reference.state_dict(), strict=True)
+        layer.load_state_dict({name: value.clone() for name, value in reference.state_dict().items()}, strict=True)
         return layer.to(dtype).eval()
     return attempt(guard, tr("while loading the reference weights"), load)
 
@@ -425,9 +426,11 @@ def run_stage(cls: type, stage: Stage, seed: int = 0, passes: tuple[str, ...] = 
     (guard.py) watches each call into the learner's code. `reads`: each call's inputs changed, as
     a layer that ignores part of the contract reads them (contract.py)."""
     records: Records = {}
+    model = random_minimind(stage.make_config(), seed=seed)
+    drawn = torch.get_rng_state()  # each pass starts from it, as if it had drawn the model itself
     for pass_name in passes:
         config = stage.make_config().replace(dropout=PASS_DROPOUT[pass_name])
-        model = random_minimind(stage.make_config(), seed=seed)
+        torch.set_rng_state(drawn)
         episodes = stage.episodes(config, torch.Generator().manual_seed(seed))
         if reads is not None:
             episodes = [dataclasses.replace(episode, calls=[reads(call, config) for call in episode.calls])
@@ -438,8 +441,7 @@ def run_stage(cls: type, stage: Stage, seed: int = 0, passes: tuple[str, ...] = 
         layers = model.model.layers if pass_name == "weights" else model.model.layers[:1]
         for e, episode in enumerate(episodes):
             for layer_idx, block in enumerate(layers):
-                reference = copy.deepcopy(block.self_attn).to(episode.dtype)
-                layer = build_layer(cls, config, reference, layer_idx, episode.dtype, guard)
+                layer = build_layer(cls, config, block.self_attn, layer_idx, episode.dtype, guard)
                 if isinstance(layer, Raised):  # a load_state_dict that fails is this stage's finding
                     records[(e, layer_idx, "building the layer" + suffix)] = layer
                     continue

@@ -30,8 +30,9 @@ def test_each_worker_runs_torch_on_one_thread_and_passes_it_on(tmp_path):
            if key not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTEST_XDIST_WORKER")}
     env["HARNESS_PROBE_OUT"] = str(out)
     try:
+        # without nbval, whose import (jsonschema's grammars) is half of a pytest's start-up
         result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "1", "-p", "no:cacheprovider",
-                                 "--no-header", "-o", "addopts=", str(probe)],
+                                 "-p", "no:nbval", "--no-header", "-o", "addopts=", str(probe)],
                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     finally:
         probe.unlink()

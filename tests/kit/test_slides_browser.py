@@ -25,10 +25,12 @@ full-width punctuation) is drawn with a stand-in font made here, whose glyphs ar
 with a Chinese font's height, as every Chinese font's are; so a deck measured on a machine without a
 Chinese font (CI has none) fits on one with it, and the contact sheets show those glyphs as boxes.
 
-A contact sheet per English deck (every slide as a thumbnail, in order, the full variant at
-1280x720) is saved as outputs/slides/contact/NN_slug.png, for a reviewer to see a whole deck at
-once; ATTENTION_LAB_CONTACT_SHEETS=en,zh-CN adds the Chinese ones (contact/zh-CN/NN_slug.png),
-which take a third of the run's time and show the Chinese text as the stand-in's boxes.
+For a reviewer, contact sheets: every slide of a deck as a thumbnail, in order (the full variant
+at 1280x720), one picture per deck to see it whole. They are asked for by language, since each is a
+screenshot per slide and they would double the run's time:
+    ATTENTION_LAB_CONTACT_SHEETS=en make test ARGS=tests/kit/test_slides_browser.py
+saves outputs/slides/contact/NN_slug.png; `en,zh-CN` adds the Chinese ones (contact/zh-CN/), whose
+Chinese text shows as the stand-in's boxes.
 
 One browser and two pages (one per screen size) serve every deck, and each deck is built once.
 The browser is the system's Chromium (Debian's `chromium` package), driven by playwright, which
@@ -61,7 +63,7 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SIZES = [(WIDTH, HEIGHT), (1920, 1080)]
 LANGUAGES = ["en", "zh-CN"]
-SHEETS = os.environ.get("ATTENTION_LAB_CONTACT_SHEETS", "en").split(",")  # the languages with contact sheets
+SHEETS = os.environ.get("ATTENTION_LAB_CONTACT_SHEETS", "").split(",")  # the languages with contact sheets
 MIN_TEXT_PX = 16
 THUMB_SCALE = 0.375  # contact-sheet thumbnails: 480x270 for a 1280x720 slide
 THUMB_COLUMNS = 5
