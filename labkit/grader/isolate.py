@@ -219,13 +219,12 @@ def records_from_data(data) -> dict:
 
 # -- the worker -------------------------------------------------------------------------------------
 
-def _worker(conn, path: str, class_name: str | None, time_limit: float | None, lang: str, folder: str,
+def _worker(conn, path: str, class_name: str | None, time_limit: float | None, lang: str,
             environment: dict[str, str]) -> None:
     """The worker's loop: watch, import the file, then answer ("check",) and ("run", stage key, seed,
-    passes); its messages in the parent's language `lang`, from the parent's folder and environment."""
+    passes); its messages in the parent's language `lang`, in the parent's environment."""
     from .grade import GraderUsageError, LocalLearner, check_learner, inherited_reference
 
-    os.chdir(folder)
     os.environ.clear()
     os.environ.update(environment)
     use_language(lang)
@@ -293,10 +292,11 @@ class IsolatedLearner:
         """Start the worker; the class's name once the file is imported and the class checked."""
         context = worker_context()
         self.conn, child = context.Pipe()
-        # this process's folder and environment as they are now, as a fresh interpreter would start
-        # with them (a forked worker has the server's, as they were when it started)
+        # this process's environment as it is now, as a fresh interpreter would start with it (a forked
+        # worker has the server's, as it was when the server started; multiprocessing itself passes
+        # the folder and sys.path on)
         self.process = context.Process(target=_worker, daemon=True, args=(
-            child, self.path, self.class_name, self.time_limit, language(), os.getcwd(), dict(os.environ)))
+            child, self.path, self.class_name, self.time_limit, language(), dict(os.environ)))
         self.process.start()
         child.close()
         name, self.inherits = self._answer(STARTUP_LIMIT)

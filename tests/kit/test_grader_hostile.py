@@ -176,6 +176,30 @@ def test_a_worker_that_dies_between_calls_is_a_named_usage_error(tmp_path, capsy
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_a_worker_starts_in_this_process_folder_and_environment_as_they_are_now(tmp_path, monkeypatch):
+    """A worker forked from the grader's server (isolate.worker_context) starts from the server's
+    state, as it was when the server started; it is given this process's folder and environment as
+    they are now, as a fresh interpreter would start with them: a relative path and the file's own
+    reads resolve here."""
+    plain = tmp_path / "plain.py"
+    plain.write_text("import minimind_ref as mm\n\n\nclass MyAttention(mm.Attention):\n    pass\n")
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "mine.py").write_text(
+        "import os\nimport minimind_ref as mm\n\n"
+        "assert os.environ.get('GRADER_PROBE') == 'now', os.environ.get('GRADER_PROBE')\n"
+        "assert os.getcwd() == os.path.dirname(os.path.abspath(__file__)), os.getcwd()\n\n\n"
+        "class MyAttention(mm.Attention):\n    pass\n")
+    monkeypatch.setenv("GRADER_PROBE", "then")
+    for folder, path in ((ROOT, str(plain)), (tmp_path / "here", "mine.py")):  # the server started by now
+        monkeypatch.chdir(folder)
+        learner = IsolatedLearner(path)
+        try:
+            assert learner.start() == "MyAttention"
+        finally:
+            learner.close()
+        monkeypatch.setenv("GRADER_PROBE", "now")
+
+
 def test_the_worker_may_send_data_only(tmp_path):
     """What the worker sends is read as data (torch.load, weights_only): a pickle that would run code
     here is refused, and runs nothing; records that are not tensors are refused too."""
