@@ -24,6 +24,7 @@ what this module writes from the data, and checks the first use of every term in
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -57,9 +58,14 @@ class Term:
 
     def pattern(self) -> re.Pattern:
         """Any of the forms, as a whole word (a hyphen joins words), with an optional plural."""
-        alternatives = "|".join(re.escape(form) for form in sorted(self.forms, key=len, reverse=True))
-        flags = 0 if self.case_sensitive else re.IGNORECASE
-        return re.compile(rf"(?<![\w-])(?:{alternatives})(?:e?s)?(?![\w-])", flags)
+        return _pattern(self.forms, self.case_sensitive)
+
+
+@functools.lru_cache(maxsize=None)  # built once per term: the translation checks ask for it per text
+def _pattern(forms: tuple[str, ...], case_sensitive: bool) -> re.Pattern:
+    alternatives = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True))
+    flags = 0 if case_sensitive else re.IGNORECASE
+    return re.compile(rf"(?<![\w-])(?:{alternatives})(?:e?s)?(?![\w-])", flags)
 
 
 class GlossaryError(ValueError):
