@@ -86,12 +86,14 @@ workspace: ## make your missing copies in workspace/ (M=03: one; M=03 FORCE=1: r
 	@$(CLI) workspace $(if $(M),"$(M)") $(if $(FORCE),--force="$(FORCE)")
 
 # The suite runs on every core (pyproject's addopts), except the tests marked serial, claims about
-# time, which run after it one at a time. Exit status 5 is pytest's "no test selected", which an
-# ARGS="-k ..." filter makes normal in one of the two passes.
+# time, which run after it one at a time, from the files that may hold them (SERIAL, conftest.py's
+# SERIAL_FILES: collecting the whole suite again would take longer than they do). Exit status 5 is
+# pytest's "no test selected", which an ARGS="-k ..." filter makes normal in one of the two passes.
+SERIAL = tests/course/test_experiments.py
 test: setup ## lint (ruff), then the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -m "not serial" $(ARGS) || [ $$? -eq 5 ]
-	$(PY) -m pytest -m serial -n0 $(ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -m serial -n0 $(or $(ARGS),$(SERIAL)) || [ $$? -eq 5 ]
 
 pythons: ## build the environment on the lowest and highest Python the course supports (3.11, 3.13) and run a slice of the suite on each
 	@.ci/pythons

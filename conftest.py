@@ -70,6 +70,16 @@ def pytest_xdist_make_scheduler(config, log):
     return CostlyFirst(config, log)
 
 
+# The files that may hold tests marked serial: the Makefile's serial pass collects only these (its
+# SERIAL), so a serial test anywhere else would never run; collection refuses one.
+SERIAL_FILES = ("tests/course/test_experiments.py",)
+
+
 def pytest_collection_modifyitems(config, items):
+    astray = sorted({_path(item.nodeid) for item in items if item.get_closest_marker("serial")} - set(SERIAL_FILES))
+    if astray:
+        raise pytest.UsageError(f"tests marked serial in {', '.join(astray)}: make test's serial pass runs only "
+                                f"{', '.join(SERIAL_FILES)}; add the file to SERIAL_FILES (conftest.py) and to "
+                                "SERIAL (Makefile)")
     rank = {path: index for index, path in enumerate(COSTLY)}
     items.sort(key=lambda item: rank.get(_path(item.nodeid), len(COSTLY)))  # stable: each file's order kept

@@ -1,5 +1,6 @@
 """The test harness itself: how `make test` uses the machine's cores (the root conftest.py)."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -47,3 +48,32 @@ def test_this_worker_has_one_thread():
     import torch
 
     assert torch.get_num_threads() == 1
+
+
+def _root_conftest():
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_serial_pass_collects_every_file_that_may_hold_a_serial_test():
+    """`make test`'s serial pass collects only the Makefile's SERIAL, the files conftest.py allows
+    serial tests in; a serial test in any other file is refused at collection, never left unrun."""
+    conftest = _root_conftest()
+    makefile = (ROOT / "Makefile").read_text()
+    serial = next(line.split("=", 1)[1].split() for line in makefile.splitlines() if line.startswith("SERIAL ="))
+    assert tuple(serial) == conftest.SERIAL_FILES
+    assert "-m serial -n0 $(or $(ARGS),$(SERIAL))" in makefile
+
+    class Item:
+        def __init__(self, nodeid, serial):
+            self.nodeid, self.serial = nodeid, serial
+
+        def get_closest_marker(self, name):
+            return name == "serial" and self.serial or None
+
+    allowed = [Item(f"{conftest.SERIAL_FILES[0]}::test_times_itself", True), Item("tests/kit/test_x.py::t", False)]
+    conftest.pytest_collection_modifyitems(None, allowed)
+    with pytest.raises(pytest.UsageError, match="tests/kit/test_elsewhere.py"):
+        conftest.pytest_collection_modifyitems(None, [*allowed, Item("tests/kit/test_elsewhere.py::t", True)])
