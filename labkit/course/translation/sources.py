@@ -19,6 +19,7 @@ Code texts are read with `ast`, never by running anything.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from pathlib import Path
 
@@ -65,8 +66,16 @@ def code_texts(source: str) -> list[tuple[str, str]]:
 
 
 def notebook_units(path: Path) -> list[Unit]:
+    return list(_notebook_units(path.read_text(encoding="utf-8")))
+
+
+# Reading a source's templates walks its whole syntax tree; the checks of one run ask for the same
+# notebook or script many times (each catalog check, the glossary's, the build), so the units are
+# kept per text read.
+@functools.lru_cache(maxsize=128)
+def _notebook_units(text: str) -> tuple[Unit, ...]:
     units, context = [], None  # the cells before: a text bound in one cell may be printed in a later one
-    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+    for index, cell in enumerate(nbformat.reads(text, as_version=4).cells):
         if cell.cell_type == "markdown" and cell.source.strip():
             units.append(Unit(cell.source, f"cell {index}"))
         elif cell.cell_type == "code":
@@ -74,18 +83,23 @@ def notebook_units(path: Path) -> list[Unit]:
             units += [Unit(text, f"cell {index}: {OUTPUT} ({what})")
                       for _, what, text in source_templates(cell.source, context)]
             context = extended_context(context, cell.source)
-    return units
+    return tuple(units)
 
 
 def experiment_units(script: Path) -> list[Unit]:
     """The texts of one experiment script: its claim (the docstring's first paragraph, printed
     first), then every template of what it prints and draws."""
+    return list(_experiment_units(script.read_text(encoding="utf-8")))
+
+
+@functools.lru_cache(maxsize=128)
+def _experiment_units(source: str) -> tuple[Unit, ...]:
     from labkit.experiment import _first_sentence
 
-    source = script.read_text(encoding="utf-8")
     doc = ast.get_docstring(ast.parse(source), clean=False)
     units = [Unit(_first_sentence(doc), "claim")] if doc else []
-    return units + [Unit(text, f"line {line}: {OUTPUT} ({what})") for line, what, text in source_templates(source)]
+    return tuple(units + [Unit(text, f"line {line}: {OUTPUT} ({what})")
+                          for line, what, text in source_templates(source)])
 
 
 def check_units(path: Path) -> list[Unit]:
