@@ -87,7 +87,7 @@ workspace: ## make your missing copies in workspace/ (M=03: one; M=03 FORCE=1: r
 
 # The suite runs on every core (pyproject's addopts), except the tests marked serial, claims about
 # time, which run after it one at a time, from the files that may hold them (SERIAL, conftest.py's
-# SERIAL_FILES: collecting the whole suite again would take longer than they do). Exit status 5 is
+# SERIAL_FILES: collecting the whole suite again was half of that pass's time). Exit status 5 is
 # pytest's "no test selected", which an ARGS="-k ..." filter makes normal in one of the two passes.
 SERIAL = tests/course/test_experiments.py
 test: setup ## lint (ruff), then the whole test suite: tests/ and every notebook under nbval (ARGS=... to pytest)

@@ -26,8 +26,8 @@ with a Chinese font's height, as every Chinese font's are; so a deck measured on
 Chinese font (CI has none) fits on one with it, and the contact sheets show those glyphs as boxes.
 
 For a reviewer, contact sheets: every slide of a deck as a thumbnail, in order (the full variant
-at 1280x720), one picture per deck to see it whole. They are asked for by language, since each is a
-screenshot per slide and they would double the run's time:
+at 1280x720), one picture per deck to see it whole. They are asked for by language, since they take
+a screenshot per slide, as long again as measuring the deck:
     ATTENTION_LAB_CONTACT_SHEETS=en make test ARGS=tests/kit/test_slides_browser.py
 saves outputs/slides/contact/NN_slug.png; `en,zh-CN` adds the Chinese ones (contact/zh-CN/), whose
 Chinese text shows as the stand-in's boxes.
