@@ -31,6 +31,30 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_variable, "1")
 
+# Notebook kernels start warm in each worker: forked from a server that has imported torch
+# (tests/warm_kernel.py says when a kernel is started fresh instead). Linux only: the server uses
+# fork and Linux's sockets.
+_warm_kernels = None
+
+
+def pytest_configure(config):
+    global _warm_kernels
+    if hasattr(config, "workerinput") and sys.platform == "linux":
+        tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests")
+        if tests not in sys.path:
+            sys.path.insert(0, tests)
+        from warm_kernel import WarmKernels
+
+        _warm_kernels = WarmKernels().start()
+
+
+def pytest_unconfigure(config):
+    global _warm_kernels
+    if _warm_kernels is not None:
+        _warm_kernels.close()
+        _warm_kernels = None
+
+
 # The Chinese notebooks (notebooks/zh-CN/) run the English ones' code cells (tests/course/test_translation.py
 # holds that), so nbval would only run the same code again: their stored outputs are held, without a
 # kernel, to the English outputs translated (tests/course/test_chinese_outputs.py).
@@ -48,7 +72,8 @@ collect_ignore_glob = ["notebooks/zh-CN/*"]
 COSTLY = ("tests/kit/test_student_copies.py", "tests/course/test_experiments.py",
           "tests/kit/test_slides_browser.py", "tests/kit/test_grader_hostile.py", "tests/kit/test_grader.py",
           "tests/kit/test_grader_notebook.py", "notebooks/10_capstone.ipynb", "notebooks/04_gqa.ipynb",
-          "notebooks/05_masking.ipynb", "tests/kit/test_portability.py", "tests/kit/test_harness.py")
+          "notebooks/05_masking.ipynb", "tests/kit/test_portability.py", "tests/kit/test_harness.py",
+          "tests/kit/test_warm_kernel.py")
 BY_TEST = ("tests/kit/test_student_copies.py", "tests/course/test_experiments.py")
 
 
