@@ -60,10 +60,12 @@ def _start(folder, **env):
 @pytest.fixture(scope="module")
 def one_thread():
     # As in a test worker (conftest.py): with a thread pool, a library holds a thread the server
-    # would have to fork, and it starts every kernel fresh.
+    # would have to fork, and it starts every kernel fresh. And a learner's backend, whatever the
+    # caller's MPLBACKEND (CI's second pass sets Agg): these tests show a figure, and set a backend.
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OMP_NUM_THREADS", "1")
         patch.setenv("MKL_NUM_THREADS", "1")
+        patch.delenv("MPLBACKEND", raising=False)
         yield
 
 
