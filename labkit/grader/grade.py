@@ -20,10 +20,12 @@ import inspect
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import torch
 from torch import nn
 
 import minimind_ref as mm
 from labkit.i18n import phrase, tr
+from labkit.models import random_minimind
 
 from .compare import Difference, first_difference, same_behaviour
 from .contract import CONTRACT, CONTRACT_TEXT, Misread
@@ -160,8 +162,26 @@ class LocalLearner:
 
     def run(self, stage: Stage, seed: int, passes: tuple[str, ...]) -> Records:
         if stage.episodes is None:
-            return run_model(self.cls, seed, guard=self.guard)
-        return run_stage(self.cls, stage, seed, passes, self.guard)
+            return run_model(self.cls, seed, guard=self.guard, draw=drawn_once)
+        return run_stage(self.cls, stage, seed, passes, self.guard, draw=drawn_once)
+
+
+# The random models whose layers lend the stages their weights, by config and seed. Drawing one was
+# a quarter of a grading's time, and a grading draws the same few again and again: for the learner,
+# for the reference, and for each planted mistake that a diagnosis compares. They are only read:
+# each layer is given copies of their weights, and stage 10 a copy of the model (ladder.py).
+_MODELS: dict = {}
+
+
+def drawn_once(config: mm.MiniMindConfig, seed: int) -> mm.MiniMindForCausalLM:
+    """`random_minimind(config, seed)`, drawn once per process; torch's random state is left as
+    drawing it leaves it, where each stage's dropout starts."""
+    key = (repr(config), seed, torch.get_default_dtype())  # the dtype a notebook may have set
+    if key not in _MODELS:
+        _MODELS[key] = random_minimind(config, seed), torch.get_rng_state()
+    model, state = _MODELS[key]
+    torch.set_rng_state(state)
+    return model
 
 
 # The reference's and the planted mistakes' records depend only on the stage, the seed and the
@@ -174,9 +194,10 @@ def trusted_records(cls: type, stage: Stage, seed: int, passes: tuple[str, ...],
     key = (cls, id(stage), seed, passes if stage.episodes is not None else (), misread)
     if key not in _TRUSTED:
         if stage.episodes is None:
-            _TRUSTED[key] = run_model(None if cls is mm.Attention else cls, seed)
+            _TRUSTED[key] = run_model(None if cls is mm.Attention else cls, seed, draw=drawn_once)
         else:
-            _TRUSTED[key] = run_stage(cls, stage, seed, passes, reads=misread.reads if misread else None)
+            _TRUSTED[key] = run_stage(cls, stage, seed, passes, reads=misread.reads if misread else None,
+                                      draw=drawn_once)
         if imported_since_snapshot():  # what the grader's own runs changed is legitimate
             take_snapshot()
     return _TRUSTED[key]

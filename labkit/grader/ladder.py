@@ -419,14 +419,18 @@ def gradients(layer: nn.Module, x: torch.Tensor, out: torch.Tensor, grad_output:
     return dict(zip(("x", *names), found))
 
 
+Draw = Callable[[mm.MiniMindConfig, int], mm.MiniMindForCausalLM]
+
+
 def run_stage(cls: type, stage: Stage, seed: int = 0, passes: tuple[str, ...] = PASSES, guard=None,
-              reads: Callable[[Call, mm.MiniMindConfig], Call] | None = None) -> Records:
+              reads: Callable[[Call, mm.MiniMindConfig], Call] | None = None, draw: Draw = random_minimind) -> Records:
     """Run every episode of a layer stage, in each of `passes`, with layers of class `cls`; a call
     that raises ends its layer's episode. NotImplementedError anywhere raises Unfinished. `guard`
     (guard.py) watches each call into the learner's code. `reads`: each call's inputs changed, as
-    a layer that ignores part of the contract reads them (contract.py)."""
+    a layer that ignores part of the contract reads them (contract.py). `draw(config, seed)`: the random
+    MiniMind whose layers lend their weights, leaving torch's random state as drawing it does."""
     records: Records = {}
-    model = random_minimind(stage.make_config(), seed=seed)
+    model = draw(stage.make_config(), seed)
     drawn = torch.get_rng_state()  # each pass starts from it, as if it had drawn the model itself
     for pass_name in passes:
         config = stage.make_config().replace(dropout=PASS_DROPOUT[pass_name])
@@ -491,15 +495,16 @@ def swapped_model(cls: type, model: mm.MiniMindForCausalLM, guard=None) -> mm.Mi
     return learner.eval()
 
 
-def run_model(cls: type | None, seed: int = 0, twins: dict | None = None, guard=None) -> Records:
-    """Stage 10's records for layers of class `cls`, or for transformers' twins when `cls` is None.
-    Keys: (layout, -1, check), where check is "logits", "generate one" or "generate batch"."""
+def run_model(cls: type | None, seed: int = 0, guard=None, draw: Draw = random_minimind) -> Records:
+    """Stage 10's records for layers of class `cls`, or for transformers' twins when `cls` is None,
+    each in a copy of the model `draw(config, seed)` (see run_stage). Keys: (layout, -1, check), where
+    check is "logits", "generate one" or "generate batch"."""
     from minimind_ref.oracles import hf_twin
 
     records: Records = {}
     for e, qk_norm in enumerate((False, True)):
         config = mm.MiniMindConfig(**{**BASE, "qk_norm": qk_norm})
-        model = random_minimind(config, seed=seed)
+        model = draw(config, seed)
         single, padded, mask = _prompts(config.vocab_size, torch.Generator().manual_seed(seed))
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         if cls is None:

@@ -35,6 +35,24 @@ def test_the_reference_passes_every_stage(cls, capsys):
     assert out[-1].startswith("  note: not all of this is your code: Attention is minimind_ref.Attention;")
 
 
+def test_a_stage_draws_the_same_model_and_random_state_from_the_cache_as_afresh():
+    """The grader draws each stage's random MiniMind once per process (grade.drawn_once): what a
+    stage gets from it, the weights and torch's random state after them, where the stage's dropout
+    starts, is what drawing it again gives."""
+    from labkit.grader.grade import drawn_once
+    from labkit.models import random_minimind
+
+    config = LADDER[0].make_config()
+    for _ in range(2):
+        torch.manual_seed(123)  # whatever the state before
+        cached = drawn_once(config, 7)
+        after_cache = torch.get_rng_state()
+        fresh = random_minimind(config, 7)
+        assert torch.equal(after_cache, torch.get_rng_state())
+        assert all(torch.equal(a, b) for a, b in zip(cached.state_dict().values(), fresh.state_dict().values()))
+    assert drawn_once(config, 7) is cached and drawn_once(config, 8) is not cached
+
+
 def test_the_ladder_checks_the_forward_cheapest_first_then_the_backward():
     assert len(LADDER) == 11 and LADDER[0].key == "one_head"
     assert LADDER[-2].key == "whole_model" and LADDER[-1].key == "backward"  # gradients once the forward is right
