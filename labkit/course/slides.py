@@ -75,6 +75,16 @@ window.MathJax = {
 {{ super() }}
 {%- endif -%}
 {% endblock data_png %}
+{#- Code as Pygments highlights it, which escapes it: nbconvert's own block runs its HTML
+    sanitiser over that again, which changed no byte of any deck and took an eighth of the time
+    a deck takes to write. -#}
+{% block input %}
+<div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
+     <div class="cm-editor cm-s-jupyter">
+{{ cell.source | highlight_code(metadata=cell.metadata) }}
+     </div>
+</div>
+{%- endblock input %}
 {% block footer_js %}
 <script src="{{ resources.reveal.url_prefix }}/dist/reveal.js"></script>
 <script src="{{ resources.reveal.url_prefix }}/plugin/notes/notes.js"></script>

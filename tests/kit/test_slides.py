@@ -325,6 +325,18 @@ def test_the_reported_onerror_image_is_text_in_the_written_deck(tmp_path):
     assert '&lt;img src=x onerror="alert(1)"&gt;' in html
 
 
+def test_code_reaches_the_written_deck_as_text(tmp_path):
+    """The deck's template writes code as Pygments highlights it, without nbconvert's sanitiser:
+    whatever a code cell holds, the file shows it as text, never as a tag."""
+    code = nbformat.v4.new_code_cell("html = '<img src=x onerror=\"alert(1)\"><script>alert(2)</script>'")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Code"), code])
+    source = tmp_path / "06_rope.ipynb"
+    nbformat.write(notebook, source)
+    html = write_slides(source, tmp_path / "deck", ROOT).read_text(encoding="utf-8")
+    assert not re.search(r"<img[^>]*onerror|<script>alert", html, re.I)
+    assert "&lt;img src=x onerror=" in html and "&lt;/script&gt;" in html
+
+
 def png_output(width: int, height: int, text_px: float | None = None) -> nbformat.NotebookNode:
     """A PNG output of `width` x `height` pixels (a header is all the deck reads), its smallest
     text recorded as labkit.figures does when a notebook runs."""
