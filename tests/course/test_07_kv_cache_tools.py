@@ -65,10 +65,10 @@ def test_growth_exponent_recovers_powers():
     assert cost.growth_exponent(lengths, [0.5 * n * n for n in lengths]) == pytest.approx(2.0)
 
 
-@pytest.mark.parametrize("cached", [False, True], ids=["recompute", "cache"])
-def test_timed_decoding_loop_feeds_what_generate_feeds(cached):
+def test_timed_decoding_loops_feed_what_generate_feeds_in_turn():
     """exp6 times one forward per generated token: the whole sequence so far without the cache,
-    the prompt and then one token at a time with it; the tokens are generate's."""
+    the prompt and then one token at a time with it; the tokens are generate's. The two loops take
+    turns, run after run."""
     config = small_config(flash_attn=True)
     model = pitfalls.random_minimind(config, seed=6)
     prompt = torch.randint(0, config.vocab_size, (1, 3), generator=torch.Generator().manual_seed(7))
@@ -76,16 +76,17 @@ def test_timed_decoding_loop_feeds_what_generate_feeds(cached):
     feed = model.model.embed_tokens.register_forward_hook(lambda module, args, out: fed.append(args[0].clone()))
     pick = model.lm_head.register_forward_hook(lambda module, args, out: produced.append(out[:, -1].argmax(-1)))
     try:
-        seconds = timing.step_times(model, prompt, 6, cached, repeats=2)
+        seconds = timing.step_times(model, prompt, 6, repeats=2)
     finally:
         feed.remove()
         pick.remove()
-    assert len(seconds) == 6 and all(s > 0 for s in seconds)
-    expected = model.generate(prompt, 6, use_cache=False)
-    assert torch.equal(torch.stack(produced[:6], 1), expected[:, 3:])  # the first of the two runs
-    widths = [ids.shape[1] for ids in fed[:6]]
-    assert widths == ([3, 1, 1, 1, 1, 1] if cached else [3, 4, 5, 6, 7, 8])
-    assert len(fed) == 12, "each run feeds one forward per token"
+    assert [len(seconds[cached]) for cached in (False, True)] == [6, 6]
+    assert all(s > 0 for cached in (False, True) for s in seconds[cached])
+    expected = model.generate(prompt, 6, use_cache=False)[:, 3:]
+    recompute, cache = [3, 4, 5, 6, 7, 8], [3, 1, 1, 1, 1, 1]
+    assert [ids.shape[1] for ids in fed] == (recompute + cache) * 2, "one forward per token, the loops in turn"
+    for run in range(4):
+        assert torch.equal(torch.stack(produced[6 * run:6 * run + 6], 1), expected)
 
 
 def test_bytes_written_counts_cat_copies_and_ignores_views():
