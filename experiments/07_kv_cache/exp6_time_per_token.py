@@ -33,11 +33,14 @@ from labkit.i18n import phrase
 
 # Time per step near the end, no cache / cache (the FLOP ratio: 186x at the defaults). A cached step of
 # this small model is mostly the fixed cost of a forward, which a slowed machine inflates the most:
-# on a shared 2-core VM, 3.5x to 5.7x in most runs, and 2.3x in a run while the machine was slow.
-MIN_STEP_SPEEDUP = 2.0
+# on a shared 2-core VM, 3.1x to 5.7x in most runs, 2.3x in a run while the machine was slow, and
+# 2.0x to 2.5x with both cores busy with other work; 1.5 keeps CONTRIBUTING's margin of 1.3 to those.
+MIN_STEP_SPEEDUP = 1.5
 # Total-time growth exponent, no cache minus cache (FLOPs: about 2 vs 1). The fixed cost of a forward
-# pulls the no-cache exponent toward 1: gaps of 0.21 to 0.44 measured on one AMD EPYC core, in 15 runs.
-MIN_EXPONENT_GAP = 0.15
+# pulls the no-cache exponent toward 1, the more so on a slowed machine: gaps of 0.21 to 0.44 measured
+# on one AMD EPYC core in 15 runs, 0.18 to 0.41 on a shared VM in its slow hours, and 0.09 once with
+# both cores busy with other work.
+MIN_EXPONENT_GAP = 0.1
 
 
 def add_arguments(parser):
@@ -127,7 +130,7 @@ def main(argv=None):
     step_speedup = _median(seconds[False][-tail:]) / _median(seconds[True][-tail:])
     exp.claim(step_speedup >= MIN_STEP_SPEEDUP,
               f"over the last {tail} steps a cached step is {step_speedup:.1f}x faster than recomputing "
-              f"(must be at least {MIN_STEP_SPEEDUP:.0f}x; the FLOP ratio there is about "
+              f"(must be at least {MIN_STEP_SPEEDUP:g}x; the FLOP ratio there is about "
               f"{flops[False][-1] / flops[True][-1]:.0f}x)")
     gap = exponents[False] - exponents[True]
     exp.claim(gap >= MIN_EXPONENT_GAP,
