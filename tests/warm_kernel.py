@@ -39,7 +39,10 @@ import tempfile
 import time
 from pathlib import Path
 
-PRELOAD = ("torch", "numpy", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
+# transformers: the oracle models of notebooks 00, 04, 06 and 10 and the grader's last stage, 3 s of
+# CPU in each of their kernels (both runs of each: nbval's and the learner copy's), once per server.
+PRELOAD = ("torch", "numpy", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg",
+           "transformers.models.llama.modeling_llama", "transformers.models.qwen3.modeling_qwen3")
 # Variables a kernel's environment may hold unlike the server's: read by Jupyter's kernel machinery,
 # pytest or the course, or by torch only when it compiles (it sets its cache folder in the test
 # process then), never by a preloaded library as it is imported.
