@@ -8,8 +8,8 @@ and the whole model against transformers' twins; the eleventh checks the backwar
 gradients of one layer with respect to its input and its weights. Each entry of its catalogue is
 minimind_ref's attention with exactly one mistake planted (labkit/grader/mistakes.py). This
 script grades every planted mistake with one seed or several (`--seeds`, from `--seed`; each seed
-draws other weights and other inputs), counts which stage catches it and whether the grader names it, and draws the counts: one
-row per mistake, one column per stage.
+draws other weights and other inputs), counts which stage catches it and whether the grader names
+it, and draws the counts: one row per mistake, one column per stage.
 
 Why it matters: a mistake that only some inputs reveal, or that another mistake's signature could
 explain, would make the grader's word unreliable; here every mistake lands on one stage, every

@@ -20,6 +20,7 @@ time, `make slides` needs no network at all.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -170,21 +171,69 @@ def deck_name(notebook_path: Path, solutions: bool = True) -> str:
 def write_slides(notebook_path: Path, out_dir: Path, root: Path, solutions: bool = True) -> Path:
     """Write `out_dir/<notebook>.slides.html` from the notebook's stored outputs; return its path.
     `solutions=False` leaves the worked solutions out of the deck."""
-    from jinja2 import DictLoader
-    from nbconvert.exporters import SlidesExporter
-
     ensure_assets(out_dir, root)
     notebook = nbformat.read(notebook_path, as_version=4)
     deck = deck_notebook(notebook, notebook_path, out_dir, solutions=solutions)
-    exporter = SlidesExporter(extra_loaders=[DictLoader({"offline_reveal.html.j2": OFFLINE_TEMPLATE})],
-                              template_file="offline_reveal.html.j2", reveal_url_prefix=REVEAL_PREFIX,
-                              mathjax_url=MATHJAX_URL, reveal_theme="white")
-    resources = {"metadata": {"name": notebook_path.stem}, "slide_width": WIDTH, "slide_height": HEIGHT,
-                 "slides_css": Path(__file__).with_name("slides.css").read_text()}
-    html, _ = exporter.from_notebook_node(deck, resources=resources)
+    html, _ = _exporter().from_notebook_node(deck, resources=deck_resources(notebook_path))
     target = out_dir / deck_name(notebook_path, solutions)
     target.write_text(html)
     return target
+
+
+# What nbconvert's HTML exporter adds to a page once its template has rendered it: alt text on each
+# image without one, and a tabindex on each cell's input and output, so that a keyboard reaches them.
+# nbconvert parses the whole page with BeautifulSoup and writes it out again to add them, which took
+# half the time a deck takes; `accessible` adds them to the page as rendered (tests/kit/test_slides.py
+# holds the result to nbconvert's own page, both parsed).
+NO_ALT = "No description has been provided for this image"
+_IMAGE_WITHOUT_ALT = re.compile(r"<img\b(?![^>]*\salt=)")
+_FOCUSABLE = re.compile(r'(<div class="(?:[^"]* )?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?: [^"]*)?")'
+                        r'(?![^>]*\stabindex=)')
+
+
+def accessible(html: str) -> str:
+    """`html` with nbconvert's alt text on every image that has none and a tabindex on every cell part."""
+    return _FOCUSABLE.sub(r'\1 tabindex="0"', _IMAGE_WITHOUT_ALT.sub(f'<img alt="{NO_ALT}"', html))
+
+
+def deck_resources(notebook_path: Path) -> dict:
+    """What the template reads besides the notebook: the deck's name, the slide's size, slides.css."""
+    return {"metadata": {"name": notebook_path.stem}, "slide_width": WIDTH, "slide_height": HEIGHT,
+            "slides_css": Path(__file__).with_name("slides.css").read_text()}
+
+
+def exporter_options() -> dict:
+    """nbconvert's SlidesExporter set up with OFFLINE_TEMPLATE."""
+    from jinja2 import DictLoader
+
+    return {"extra_loaders": [DictLoader({"offline_reveal.html.j2": OFFLINE_TEMPLATE})],
+            "template_file": "offline_reveal.html.j2", "reveal_url_prefix": REVEAL_PREFIX,
+            "mathjax_url": MATHJAX_URL, "reveal_theme": "white"}
+
+
+@functools.cache
+def _exporter():
+    """One exporter per process: it compiles its templates the first time it writes a deck (a fifth
+    of the time a deck took) and keeps them for the next."""
+    from nbconvert.exporters import SlidesExporter, TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class OfflineSlides(SlidesExporter):
+        def from_notebook_node(self, nb, resources=None, **kw):
+            # HTMLExporter.from_notebook_node (nbconvert is pinned): its filters, the template, then
+            # `accessible` instead of its BeautifulSoup pass
+            language = nb.metadata.get("language_info", {})
+            lexer = language.get("pygments_lexer", language.get("name"))
+            self.register_filter("highlight_code",
+                                 self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+            resources = self._init_resources(resources)
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
+                                                                           parent=self, resources=resources))
+            html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return accessible(html), resources
+
+    return OfflineSlides(**exporter_options())
 
 
 def remote_urls(html: str) -> list[str]:

@@ -337,6 +337,27 @@ def test_code_reaches_the_written_deck_as_text(tmp_path):
     assert "&lt;img src=x onerror=" in html and "&lt;/script&gt;" in html
 
 
+def test_the_written_deck_is_nbconverts_page_once_parsed(tmp_path):
+    """write_slides adds what nbconvert's HTML exporter adds once its template has rendered the page
+    (alt text on images, a tabindex on cells) without parsing the page again: parsed and written out
+    by BeautifulSoup, as nbconvert does, it is nbconvert's own page, for a notebook with figures,
+    printed outputs, an exercise and its solution."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import SlidesExporter
+
+    from labkit.course.slides import NO_ALT, accessible, deck_resources, exporter_options
+
+    path = NOTEBOOKS / "01_attention_basics.ipynb"
+    ours = write_slides(path, tmp_path, ROOT).read_text(encoding="utf-8")
+    deck = deck_notebook(nbformat.read(path, as_version=4), path, tmp_path)
+    theirs, _ = SlidesExporter(**exporter_options()).from_notebook_node(deck, resources=deck_resources(path))
+    assert ours.count("<img ") > 3 and ours.count('tabindex="0"') > 20
+    assert BeautifulSoup(ours, features="html.parser").decode() == theirs
+    kept = '<img alt="a map" src="x"><div class="jp-Cell-inputWrapper" tabindex="-1">'
+    assert accessible(kept) == kept
+    assert accessible('<img src="x"/>') == f'<img alt="{NO_ALT}" src="x"/>'
+
+
 def png_output(width: int, height: int, text_px: float | None = None) -> nbformat.NotebookNode:
     """A PNG output of `width` x `height` pixels (a header is all the deck reads), its smallest
     text recorded as labkit.figures does when a notebook runs."""
