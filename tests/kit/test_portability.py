@@ -35,6 +35,26 @@ def test_figures_are_drawn_inline_in_a_kernel_told_to_use_agg(tmp_path, monkeypa
     assert images(figure) == 1
 
 
+def test_a_figure_is_drawn_only_for_its_picture_and_plt_ioff_still_works(tmp_path):
+    """pyplot's drawing after each cell comes after the inline backend has drawn the cell's figures
+    as their pictures and closed them, so a figure is drawn as often as its picture alone asks
+    (matplotlib lays it out, then draws it), not once more for nothing; plt.ioff() and plt.ion(),
+    which take pyplot's hook out and put it back, still work."""
+    setup, shown, counted, toggled = run_cells([
+        "from labkit.figures import show_figures_inline\nshow_figures_inline()\n"
+        "import io\nimport matplotlib.pyplot as plt\ndraws, alone = [], []",
+        "fig, ax = plt.subplots(layout='constrained'); ax.plot([0, 1])\n"
+        "fig.canvas.mpl_connect('draw_event', lambda event: draws.append(event))",
+        "other, ax = plt.subplots(layout='constrained'); ax.plot([0, 1]); plt.close(other)\n"
+        "other.canvas.mpl_connect('draw_event', lambda event: alone.append(event))\n"
+        "other.savefig(io.BytesIO(), format='png', bbox_inches='tight')\nprint(len(draws), len(alone))",
+        "plt.ioff(); plt.ion(); print('switched')"], tmp_path)
+    assert images(shown) == 1
+    drawn, picture_alone = counted.outputs[0]["text"].split()
+    assert drawn == picture_alone, f"drawn {drawn} times; its picture alone draws it {picture_alone} times"
+    assert toggled.outputs[0]["text"] == "switched\n"
+
+
 def test_without_it_agg_draws_nothing(tmp_path, monkeypatch):
     """The failure the helper exists for: the figure is made and never shown."""
     monkeypatch.setenv("MPLBACKEND", "Agg")
