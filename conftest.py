@@ -33,13 +33,15 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 
 # Notebook kernels start warm in each worker: forked from a server that has imported torch
 # (tests/warm_kernel.py says when a kernel is started fresh instead). Linux only: the server uses
-# fork and Linux's sockets.
+# fork and Linux's sockets. FRESH_KERNELS=1 starts every kernel fresh, as a learner's starts, and
+# spares a run that starts none (tests/kit/test_harness.py's) the server's imports.
+FRESH_KERNELS = "ATTENTION_LAB_FRESH_KERNELS"
 _warm_kernels = None
 
 
 def pytest_configure(config):
     global _warm_kernels
-    if hasattr(config, "workerinput") and sys.platform == "linux":
+    if hasattr(config, "workerinput") and sys.platform == "linux" and os.environ.get(FRESH_KERNELS) != "1":
         tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests")
         if tests not in sys.path:
             sys.path.insert(0, tests)

@@ -30,6 +30,7 @@ def test_each_worker_runs_torch_on_one_thread_and_passes_it_on(tmp_path):
     env = {key: value for key, value in os.environ.items()
            if key not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTEST_XDIST_WORKER")}
     env["HARNESS_PROBE_OUT"] = str(out)
+    env["ATTENTION_LAB_FRESH_KERNELS"] = "1"  # it starts no kernel: no warm-kernel server and its imports
     try:
         # without nbval, whose import (jsonschema's grammars) is half of a pytest's start-up
         result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "1", "-p", "no:cacheprovider",
