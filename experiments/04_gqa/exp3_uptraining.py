@@ -36,8 +36,8 @@ GROUPS = (8, 4, 2, 1)
 
 
 def add_arguments(parser):
-    parser.add_argument("--steps", type=int_in(20, 3000), default=300,
-                        help="training steps of the multi-head model (default 300)")
+    parser.add_argument("--steps", type=int_in(20, 3000), default=200,
+                        help="training steps of the multi-head model (default 200)")
     parser.add_argument("--lr", type=float_in(0.0, 10.0, low_open=True), default=5e-3,
                         help="learning rate, training and uptraining (default 5e-3)")
     parser.add_argument("--uptrain-fraction", type=fraction(), default=0.1,
