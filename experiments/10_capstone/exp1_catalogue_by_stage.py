@@ -28,8 +28,8 @@ from labkit.i18n import phrase, tr
 
 
 def add_arguments(parser):
-    # One seed by default, the notebook's table again within the 20-s budget of a default run; each
-    # further seed grades the whole catalogue once more (about 10 s on a laptop core).
+    # One seed by default: the notebook's table, within the 20-s budget of a default run; each
+    # further seed grades the whole catalogue once more.
     parser.add_argument("--seeds", type=int_in(1, 20), default=1,
                         help="random models and inputs each mistake is graded with, 1 to 20 (default 1; "
                              "--seeds 5 --seed 7: five others)")
