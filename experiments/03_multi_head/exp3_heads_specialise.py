@@ -51,7 +51,7 @@ def add_arguments(parser):
     parser.add_argument("--hidden", type=int_in(4, 256), default=64, help="hidden size C (default 64)")
     parser.add_argument("--rope-theta", type=float_in(1.0, 1e12, low_open=True), default=1e6,
                         help="RoPE base, above 1 (default 1e6, MiniMind's)")
-    parser.add_argument("--steps", type=int_in(1, 3000), default=150, help="training steps (default 150)")
+    parser.add_argument("--steps", type=int_in(1, 3000), default=300, help="training steps (default 300)")
     parser.add_argument("--batch", type=int_in(1, 1024), default=64, help="sequences per training step (default 64)")
     parser.add_argument("--eval", type=int_in(1, 10_000), default=1000,
                         help="held-out sequences measured (default 1000)")

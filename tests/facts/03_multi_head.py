@@ -157,7 +157,7 @@ def _topic_model() -> tuple[int, int]:
 
 @fact
 def topic_model():
-    """hidden size 64 and 2 heads of 32, trained for 150 steps (the notebook's code, as exp3's defaults)."""
+    """hidden size 64 and 2 heads of 32, trained for 300 steps (the notebook's code, as exp3's defaults)."""
     args = exp3_defaults()
     hidden, steps = _topic_model()
     assert (hidden, steps) == (args.hidden, args.steps), "the notebook's model is no longer exp3's"
