@@ -180,9 +180,9 @@ def cmd_notebooks(args: argparse.Namespace, root: Path) -> int:
 
 def cmd_portability(args: argparse.Namespace, root: Path) -> int:
     """Execute one notebook, or all, under stand-ins for other machines; list the outputs that change."""
+    module = check("portability", args.module, root)  # a wrong module is named before torch loads
     from labkit.course.portability import machines_from, report, run_on
 
-    module = check("portability", args.module, root)
     paths = [module.notebook] if module is not None else [m.notebook for m in all_modules(root) if m.notebook]
     machines = machines_from(args.machines, args.noise_seeds)
     status = 0
