@@ -154,8 +154,9 @@ def _refusal(request: dict, library_env: dict[str, str]) -> str | None:
 
 
 def serve(path: str, preload: list[str]):
-    """Import the libraries `preload` names, then fork a kernel per request. Returns only in a forked child: its
-    request and the launcher's standard streams. The server itself exits when its stdin ends."""
+    """Import the libraries `preload` names, then fork a kernel per request. Returns only in a
+    forked child: its request and the launcher's standard streams. The server itself exits when its
+    stdin ends."""
     import gc
     import importlib
     import selectors
