@@ -20,7 +20,8 @@ lecturer projects as they are:
   its own would hold it (it takes one, titled as output), and enlarged into the room left on its
   slide (up to `MAX_ENLARGE`), so that its smallest label reads at `FIGURE_TEXT_PX` or more where
   the figure allows it (each figure's smallest text is recorded when the notebook runs:
-  labkit/figures.py, `record_text_sizes`);
+  labkit/figures.py, `record_text_sizes`), and its image's alt text says the words it shows, for a
+  screen reader (`figure_alt`);
 - **speaker notes** (`s`) hold every prose paragraph that a slide leaves out;
 - an **exercise** is shown as the learner gets it (the solution taken out, as in the student
   copies), and its worked solution follows on a slide of its own, or is left out;
@@ -50,8 +51,9 @@ from pathlib import Path
 import nbformat
 
 from labkit.course.student import BEGIN, END, SOLUTION_TAG, strip_solution
-from labkit.figures import TEXT_PX
-from labkit.i18n import phrase, tr
+from labkit.figures import TEXT_PX, TEXTS
+from labkit.i18n import language, phrase, tr
+from labkit.i18n.output import LISTS
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -67,6 +69,7 @@ FIGURE_GAP = CELL_GAP + 8                        # a figure's cell, beyond the i
 FIGURE_SHARE = 0.7   # a figure is drawn smaller than it wants only to stay beside its lead-in, and no smaller
 MAX_ENLARGE = 2.0     # a figure is drawn at most twice its natural size: past that it blurs
 FIGURE_TEXT_PX = 12   # the smallest label a slide shows on a figure (CONTRIBUTING.md, "Who uses the course")
+ALT_CHARS = 250       # a figure's alt text ends with the first of its words that reaches this length
 
 # The kinds of slide whose title says what they hold (the plain kind, "", says nothing more).
 SOLUTION, OUTPUT = "solution", "output"
@@ -260,6 +263,24 @@ def figure_of(output: nbformat.NotebookNode) -> Figure | None:
     return Figure(*size, text * size[0] / _png_pixels(output)[0] if text else None)
 
 
+def figure_alt(output: nbformat.NotebookNode) -> str | None:
+    """A PNG output's alt text on a slide, for a screen reader: the words the figure shows (its
+    texts, recorded as the notebook drew it: labkit/figures.py), in the order drawn, each once,
+    without its tick labels and the texts that hold no letter (the numbers written on a heatmap's
+    cells), joined as a list is in the deck's language, and ended with "…" after ALT_CHARS. None for
+    a figure without words, or drawn before its texts were recorded: nbconvert's alt text stays."""
+    texts = output.get("metadata", {}).get("image/png", {}).get(TEXTS) or []
+    words = dict.fromkeys(" ".join(text["text"].split()) for text in texts if not text.get("tick"))
+    words = [word for word in words if any(character.isalpha() for character in word)]
+    separator = "; " if language() == "en" else LISTS["; "]
+    alt = ""
+    for word in words:
+        if len(alt) >= ALT_CHARS:
+            return alt + separator.rstrip() + " …"
+        alt += (separator if alt else "") + word
+    return alt or None
+
+
 def is_lead_in(block: str) -> bool:
     """A paragraph or list item that ends on a colon: it introduces what comes next."""
     first = block.lstrip()
@@ -432,6 +453,9 @@ class _Deck:
         if slide.pieces and figure.largest(slide.room()) < wanted * (FIGURE_SHARE if self.fresh(slide) else 1):
             slide = self.next_slide()
         figure.scale = min(wanted, figure.largest(slide.room())) or wanted
+        alt = figure_alt(output)
+        if alt:
+            output.setdefault("metadata", {}).setdefault("image/png", {})["alt"] = alt
         self.place(Piece(_output_only(cell, output), figure.height * figure.scale + FIGURE_GAP,
                          origin=origin, output=True, figure=figure))
 

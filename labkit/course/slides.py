@@ -65,16 +65,19 @@ window.MathJax = {
 {{ resources.slides_css }}
 </style>
 {%- endblock html_head_css -%}
-{#- A figure's smallest text in its own pixels (labkit/figures.py, record_text_sizes), for the
-    browser test to measure as the slide shows it: "none" for a figure without text. -#}
+{#- A figure's alt text (slide_deck.figure_alt: the words it shows), and its smallest text in its
+    own pixels (labkit/figures.py, record_text_sizes), for the browser test to measure as the
+    slide shows it: "none" for a figure without text. -#}
 {% block data_png scoped %}
 {%- set meta = output.metadata.get('image/png', {}) -%}
-{%- if 'text_px' in meta -%}
-{%- set text_px = meta.text_px if meta.text_px is not none else 'none' -%}
-{{ super() | replace('<img ', '<img data-text-px="' ~ text_px ~ '" ', 1) }}
-{%- else -%}
-{{ super() }}
+{%- set attributes = '' -%}
+{%- if meta.alt -%}
+{%- set attributes = 'alt="' ~ (meta.alt | e) ~ '" ' -%}
 {%- endif -%}
+{%- if 'text_px' in meta -%}
+{%- set attributes = attributes ~ 'data-text-px="' ~ (meta.text_px if meta.text_px is not none else 'none') ~ '" ' -%}
+{%- endif -%}
+{{ super() | replace('<img ', '<img ' ~ attributes, 1) }}
 {% endblock data_png %}
 {#- Code as Pygments highlights it, which escapes it: nbconvert's own block runs its HTML
     sanitiser over that again, which changed no byte of any deck and took an eighth of the time
@@ -181,10 +184,11 @@ def write_slides(notebook_path: Path, out_dir: Path, root: Path, solutions: bool
 
 
 # What nbconvert's HTML exporter adds to a page once its template has rendered it: alt text on each
-# image without one, and a tabindex on each cell's input and output, so that a keyboard reaches them.
-# nbconvert parses the whole page with BeautifulSoup and writes it out again to add them, which took
-# half the time a deck takes; `accessible` adds them to the page as rendered (tests/kit/test_slides.py
-# holds the result to nbconvert's own page, both parsed).
+# image without one (a figure with words has its own: slide_deck.figure_alt), and a tabindex on each
+# cell's input and output, so that a keyboard reaches them. nbconvert parses the whole page with
+# BeautifulSoup and writes it out again to add them, which took half the time a deck takes;
+# `accessible` adds them to the page as rendered (tests/kit/test_slides.py holds the result to
+# nbconvert's own page, both parsed).
 NO_ALT = "No description has been provided for this image"
 _IMAGE_WITHOUT_ALT = re.compile(r"<img\b(?![^>]*\salt=)")
 _FOCUSABLE = re.compile(r'(<div class="(?:[^"]* )?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?: [^"]*)?")'

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from kernel_cells import run_cells
 
 from labkit.course.slide_deck import (
+    ALT_CHARS,
     FIGURE_TEXT_PX,
     MAX_ENLARGE,
     SLIDE_HEIGHT,
@@ -25,6 +26,7 @@ from labkit.course.slide_deck import (
     block_height,
     code_height,
     deck_notebook,
+    figure_alt,
     is_lead_in,
     markdown_blocks,
     solution_source,
@@ -32,7 +34,7 @@ from labkit.course.slide_deck import (
     text_width,
     title_height,
 )
-from labkit.course.slides import deck_name, remote_urls, write_slides
+from labkit.course.slides import NO_ALT, deck_name, remote_urls, write_slides
 from labkit.course.student import BEGIN, END, PLACEHOLDER
 from labkit.i18n import speaking
 
@@ -365,6 +367,46 @@ def png_output(width: int, height: int, text_px: float | None = None) -> nbforma
                            + height.to_bytes(4, "big") + b"\0" * 40).decode()
     return nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"},
                                   metadata={"image/png": {"text_px": text_px}})
+
+
+def worded(texts: list[tuple[str, bool]]) -> nbformat.NotebookNode:
+    """A figure's PNG output whose recorded texts (labkit/figures.py) are `texts`, (text, tick label?)."""
+    output = png_output(400, 300, 12.0)
+    output.metadata["image/png"]["texts"] = [{"text": text, "px": 12.0, **({"tick": True} if tick else {})}
+                                             for text, tick in texts]
+    return output
+
+
+def test_a_figures_alt_text_says_its_words_once_in_order_without_ticks_or_numbers():
+    """What a screen reader reads for a figure: its words as drawn, not its tick labels, nor the
+    numbers on a heatmap's cells; a list joined as the deck's language joins one; cut with "…"."""
+    output = worded([("0.5", True), ("key", True), ("attention  weights\n(layer 0)", False), ("query", False),
+                     ("1.00", False), ("-0.25", False), ("→", False), ("query", False), ("key", False)])
+    assert figure_alt(output) == "attention weights (layer 0); query; key"
+    with speaking("zh-CN"):
+        assert figure_alt(worded([("键", False), ("查询", False)])) == "键；查询"
+    assert figure_alt(worded([("1.00", False), ("key", True)])) is None, "no words: nbconvert's alt stays"
+    assert figure_alt(png_output(400, 300, 12.0)) is None, "drawn before its texts were recorded"
+    long = figure_alt(worded([(f"label number {i}", False) for i in range(40)]))
+    assert long.endswith("; …") and ALT_CHARS <= len(long) < ALT_CHARS + 20
+
+
+def test_a_figures_alt_text_reaches_the_written_deck_as_text(tmp_path):
+    """The deck's <img> carries the figure's alt text escaped (a recorded text is never markup),
+    and a figure without words keeps nbconvert's."""
+    import html
+
+    hostile = worded([('"><script>alert(1)</script>', False), ("query", False)])
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Plot"), nbformat.v4.new_code_cell("plot()", outputs=[hostile]),
+        nbformat.v4.new_markdown_cell("## Bare"),
+        nbformat.v4.new_code_cell("plot()", outputs=[png_output(300, 200, None)])])
+    source = tmp_path / "06_rope.ipynb"
+    nbformat.write(notebook, source)
+    page = write_slides(source, tmp_path / "deck", ROOT).read_text(encoding="utf-8")
+    alts = [html.unescape(alt) for alt in re.findall(r'<img alt="([^"]*)"', page)]
+    assert alts == ['"><script>alert(1)</script>; query', NO_ALT]
+    assert "<script>alert" not in page
 
 
 def shown_scale(cell) -> float:

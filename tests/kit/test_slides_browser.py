@@ -12,6 +12,8 @@ Every slide is laid out with all its fragments and measured. It fails on:
 - an element whose content is clipped or scrolled (scrollHeight > clientHeight, or wider than it
   is shown, where the element hides or scrolls its overflow), or whose box lies beyond the slide;
 - a slide without a title (a heading);
+- a figure whose alt text does not say the words it shows (slide_deck.figure_alt), which a screen
+  reader reads in its place;
 - text smaller than 16 px on the screen (its CSS size times reveal.js's scale);
 - a figure whose smallest label is smaller than FIGURE_TEXT_PX on the screen: the figure's
   smallest text in its own pixels (recorded when the notebook ran, labkit/figures.py) times the
@@ -52,7 +54,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from labkit.course.slide_deck import FIGURE_TEXT_PX
-from labkit.course.slides import HEIGHT, WIDTH, deck_name, write_slides
+from labkit.course.slides import HEIGHT, NO_ALT, WIDTH, deck_name, write_slides
 from labkit.i18n import speaking
 from labkit.syllabus import all_modules, find_course_root
 
@@ -78,7 +80,7 @@ ALL_SHOWN = """.reveal .slides section { display: block !important; visibility: 
 
 # Runs in the page once MathJax is done and ALL_SHOWN applies: measures what each slide shows.
 # Returns, per slide, its label, its problems and its figures' smallest labels.
-MEASURE = """(minText) => {
+MEASURE = """([minText, noAlt]) => {
   const scale = Reveal.getScale();
   const out = [];
   for (const slide of Reveal.getSlides()) {
@@ -123,6 +125,9 @@ MEASURE = """(minText) => {
     }
     const figures = [];
     for (const img of slide.querySelectorAll('img')) {
+      if (!img.alt.trim() || img.alt === noAlt) {
+        problems.push('a figure whose alt text does not say its words: re-run the notebook (make notebooks M=NN)');
+      }
       const own = img.dataset.textPx;
       if (own === undefined) {
         problems.push('a figure whose text size was not recorded: re-run the notebook (make notebooks M=NN)');
@@ -291,7 +296,7 @@ def measure(page, deck: Path, contact_sheet: Path | None = None) -> list[dict]:
     if contact_sheet is not None:
         save_contact_sheet(page, contact_sheet)
     page.add_style_tag(content=ALL_SHOWN)
-    return page.evaluate(MEASURE, MIN_TEXT_PX)
+    return page.evaluate(MEASURE, [MIN_TEXT_PX, NO_ALT])
 
 
 def save_contact_sheet(page, path: Path) -> None:
