@@ -376,11 +376,17 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], format
     the numbers, and text columns are left-aligned, number columns right-aligned. In Chinese the
     headers and text cells are translated (a table's lines cannot be matched once padded) and
     aligned by their width on a terminal, where a Chinese character takes two columns."""
+    for name, value in (("headers", headers), ("rows", rows), ("formats", formats)):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) and value is not None:
+            raise TypeError(f"print_table: {name} must be a list, got {type(value).__name__} {value!r:.60}.")
+    if headers is None or rows is None or any(isinstance(row, (str, bytes)) or not isinstance(row, Sequence)
+                                              for row in rows):
+        raise TypeError("print_table: headers must be a list of column names, and rows a list of rows, each a list.")
     formats = list(formats) if formats is not None else [""] * len(headers)
     if len(formats) != len(headers) or any(len(row) != len(headers) for row in rows):
         raise ValueError("print_table: every row and `formats` need one entry per header.")
     headers = [_shown(str(h)) for h in headers]
-    cells = [[format(value, fmt) if fmt else _shown(str(value)) for value, fmt in zip(row, formats)] for row in rows]
+    cells = [[_cell(value, fmt, header) for value, fmt, header in zip(row, formats, headers)] for row in rows]
     numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(headers))]
     widths = [max([_width(h)] + [_width(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
@@ -395,6 +401,14 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], format
     print("  ".join("-" * w for w in widths))
     for row in cells:
         print(line(row))
+
+
+def _cell(value: object, fmt: str, header: str) -> str:
+    try:
+        return format(value, fmt) if fmt else _shown(str(value))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"print_table: the format {fmt!r} of column {header!r} cannot format {value!r:.60} "
+                         f"({error}).") from None
 
 
 def _width(text: str) -> int:

@@ -38,6 +38,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from .arguments import whole
+
 __all__ = ["BytesWritten", "NaiveConcatCache", "TensorMemory"]
 
 
@@ -252,11 +254,24 @@ class NaiveConcatCache:
     every step. It has the `update` of minimind_ref's KVCache, so the two can be compared."""
 
     def __init__(self, config, batch_size: int, dtype=torch.float32):
+        from minimind_ref import MiniMindConfig
+
+        if not isinstance(config, MiniMindConfig):
+            raise TypeError(f"NaiveConcatCache: config must be a MiniMindConfig, got {type(config).__name__}.")
+        batch_size = whole("NaiveConcatCache", "batch_size", batch_size, low=1)
         empty = (batch_size, config.num_key_value_heads, 0, config.head_dim)
         self.keys = [torch.empty(empty, dtype=dtype) for _ in range(config.num_hidden_layers)]
         self.values = [torch.empty(empty, dtype=dtype) for _ in range(config.num_hidden_layers)]
 
     def update(self, layer_idx: int, k: torch.Tensor, v: torch.Tensor):
+        layer_idx = whole("NaiveConcatCache.update", "layer_idx", layer_idx, low=0, high=len(self.keys) - 1)
+        want = self.keys[layer_idx].shape
+        for name, t in (("k", k), ("v", v)):
+            if not isinstance(t, torch.Tensor) or t.ndim != 4 or t.shape[:2] != want[:2] or t.shape[3] != want[3] \
+                    or t.shape[2] != k.shape[2] or t.dtype != self.keys[layer_idx].dtype:
+                raise ValueError(f"NaiveConcatCache.update: {name} must be [batch={want[0]}, kv_heads={want[1]}, new "
+                                 f"tokens, head_dim={want[3]}] in {self.keys[layer_idx].dtype}, like k, got "
+                                 f"{getattr(t, 'shape', type(t).__name__)} {getattr(t, 'dtype', '')}.")
         self.keys[layer_idx] = torch.cat([self.keys[layer_idx], k], dim=2)  # copies old + new
         self.values[layer_idx] = torch.cat([self.values[layer_idx], v], dim=2)
         return self.keys[layer_idx], self.values[layer_idx]

@@ -15,8 +15,21 @@ EPS32 = torch.finfo(torch.float32).eps  # 2^-23, about 1.19e-7: one float32 roun
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     """The largest entry-wise difference, relative to the largest entry of `expected`: one number
-    that says in how many digits two results agree, whatever their scale."""
-    return ((actual - expected).abs().max() / expected.abs().max()).item()
+    that says in how many digits two results agree, whatever their scale. 0.0 for equal tensors
+    (zeros included); inf where `expected` is all zeros and `actual` is not."""
+    for name, value in (("actual", actual), ("expected", expected)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"relative_error: {name} must be a torch.Tensor, got {type(value).__name__}: "
+                            f"torch.as_tensor({name}) makes one.")
+        if value.is_meta or value.layout != torch.strided or not value.numel():
+            kind = "a meta" if value.is_meta else "a sparse" if value.layout != torch.strided else "an empty"
+            raise ValueError(f"relative_error: {name} must be a dense tensor with values, got {kind} tensor of "
+                             f"shape {tuple(value.shape)}.")
+    if actual.shape != expected.shape:
+        raise ValueError(f"relative_error: actual and expected must have one shape (they are compared entry by "
+                         f"entry, never broadcast), got {tuple(actual.shape)} and {tuple(expected.shape)}.")
+    difference = (actual - expected).abs().max()
+    return 0.0 if difference == 0 else (difference / expected.abs().max()).item()
 
 
 # ------------------------------------------------------------------ the one comparison engine

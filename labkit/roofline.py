@@ -21,12 +21,16 @@ datasheets print BF16 "with sparsity", twice the dense rate, and say so in a foo
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from .arguments import real, shown, whole
 
 BYTES_PER_ELEMENT = 2  # bf16 / fp16, as on the GPU
 SOFTMAX_OPS_PER_SCORE = 5  # max, subtract, exp, sum, divide: on the vector units, not the tensor cores
+# The largest count (of SMs, heads, keys, blocks) a chip and its launch grid are given: every count up
+# to it is exact as a float, which the grid's arithmetic uses, and no chip or sequence comes near it.
+MOST = 2**53
 
 
 @dataclass(frozen=True)
@@ -37,10 +41,13 @@ class Chip:
     sms: int  # streaming multiprocessors: how many thread blocks run at once, one per SM at least
     source: str
 
-    def __post_init__(self):
-        real("Chip", "bf16_flops_sparse", self.bf16_flops_sparse, low=0, low_open=True)
-        real("Chip", "hbm_bytes_per_s", self.hbm_bytes_per_s, low=0, low_open=True)
-        whole("Chip", "sms", self.sms, low=1)
+    def __post_init__(self):  # each field checked, and kept as Python's int, float or str (numpy's too)
+        for name in ("name", "source"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Chip: {name} must be a str, got {type(getattr(self, name)).__name__}.")
+        for name in ("bf16_flops_sparse", "hbm_bytes_per_s"):
+            object.__setattr__(self, name, real("Chip", name, getattr(self, name), low=0, low_open=True))
+        object.__setattr__(self, "sms", whole("Chip", "sms", self.sms, low=1, high=MOST))
 
     @property
     def bf16_flops(self) -> float:
@@ -108,6 +115,7 @@ def intensity(flops: float, elements: float) -> float:
     """FLOPs per byte moved. flops: at least 0; elements: more than 0 (finite numbers, ints or floats)."""
     real("intensity", "flops", flops, low=0)
     real("intensity", "elements", elements, low=0, low_open=True)
+    flops, elements = (int(v) if isinstance(v, numbers.Integral) else float(v) for v in (flops, elements))
     try:
         ratio = flops / (elements * BYTES_PER_ELEMENT)  # ints divided exactly, then rounded once
     except OverflowError:
@@ -148,7 +156,7 @@ def flash_attn_splits(work: int, slots: int, key_blocks: int) -> int:
     `slots` blocks at once and `key_blocks` blocks of keys: one if the work nearly fills the chip
     (80% of the slots); otherwise the fewest splits that keep the slots at least 85% as busy as the
     best split count would, counting only split counts that change the keys per split."""
-    work, slots, key_blocks = (whole("flash_attn_splits", name, value, low=1) for name, value in
+    work, slots, key_blocks = (whole("flash_attn_splits", name, value, low=1, high=MOST) for name, value in
                                (("work", work), ("slots", slots), ("key_blocks", key_blocks)))
     if work >= 0.8 * slots:
         return 1
@@ -167,7 +175,7 @@ def flash_attn_decode_grid(batch: int, heads: int, kv_heads: int, key_len: int, 
     key/value head and key split; a chip with `sms` streaming multiprocessors runs two of these
     128-thread blocks on each at once."""
     batch, heads, kv_heads, key_len, head_dim, sms = (
-        whole("flash_attn_decode_grid", name, value, low=1) for name, value in
+        whole("flash_attn_decode_grid", name, value, low=1, high=MOST) for name, value in
         (("batch", batch), ("heads", heads), ("kv_heads", kv_heads), ("key_len", key_len), ("head_dim", head_dim),
          ("sms", sms)))
     if heads % kv_heads:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from .arguments import shown, whole
+
 T = TypeVar("T")
 
 
@@ -28,6 +30,7 @@ def time_call(fn: Callable[[], object]) -> float:
     """Seconds one call of `fn` takes, by the highest-resolution clock Python has
     (`time.perf_counter`). One call proves little on a busy machine: take the best of several
     (`best_time`), or time contenders in turn, round after round, and compare within a round."""
+    _check_function("time_call", fn)
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -36,8 +39,8 @@ def time_call(fn: Callable[[], object]) -> float:
 def best_time(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
     """Seconds of the fastest of `repeats` calls of `fn`, after `warmup` untimed calls (the first
     call of a torch function allocates and picks kernels, and would be timed too slow)."""
-    _check_count("best_time", "repeats", repeats, 1)
-    _check_count("best_time", "warmup", warmup, 0)
+    _check_function("best_time", fn)
+    repeats, warmup = whole("best_time", "repeats", repeats, low=1), whole("best_time", "warmup", warmup, low=0)
     for _ in range(warmup):
         fn()
     return min(time_call(fn) for _ in range(repeats))
@@ -61,7 +64,8 @@ def best_step_times(run: Callable[[Callable[[Callable[[], T]], T]], object], rep
 
         seconds = best_step_times(decode, repeats=3)   # [n] floats
     """
-    _check_count("best_step_times", "repeats", repeats, 1)
+    _check_function("best_step_times", run)
+    repeats = whole("best_step_times", "repeats", repeats, low=1)
     best: list[float] = []
     for attempt in range(repeats):
         seconds: list[float] = []
@@ -79,7 +83,7 @@ def best_step_times(run: Callable[[Callable[[Callable[[], T]], T]], object], rep
     return best
 
 
-def _check_count(function: str, name: str, value: object, least: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        kind = "a positive int" if least == 1 else "a non-negative int"
-        raise ValueError(f"{function}: {name} must be {kind}, got {value!r}.")
+def _check_function(where: str, fn: object) -> None:
+    if not callable(fn):
+        raise TypeError(f"{where}: the first argument must be a function to call (for example a lambda: "
+                        f"lambda: model(ids)), got {type(fn).__name__} {shown(fn)}.")

@@ -39,11 +39,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .arguments import flag, real, whole
+
 Batch = tuple[torch.Tensor, torch.Tensor]
 BatchFn = Callable[[int, torch.Generator], Batch]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 IGNORE_INDEX = -100  # targets with this value add nothing to the loss (padding, prompt tokens)
+# More threads than this have no use for the course's tiny models; torch gives each its own pool,
+# and a thousand ran this machine out of memory.
+MAX_THREADS = 64
 
 
 @dataclass
@@ -78,6 +83,7 @@ def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
 @contextmanager
 def fixed_threads(threads: int = 1) -> Iterator[None]:
     """Run the block on exactly `threads` CPU threads, then restore the previous setting."""
+    threads = whole("fixed_threads", "threads", threads, low=1, high=MAX_THREADS)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -106,12 +112,18 @@ def train(model: nn.Module, batch: BatchFn, *, steps: int, lr: float = 3e-3, see
     the loss every N steps. It runs on `threads` CPU threads (see the module docstring), and the
     caller's thread count is restored afterwards.
     """
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
-    if lr <= 0:
-        raise ValueError(f"lr must be positive, got {lr}")
-    if threads < 1:
-        raise ValueError(f"threads must be at least 1, got {threads}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"train: model must be a torch.nn.Module, got {type(model).__name__}.")
+    for name, function in (("batch", batch), ("loss_fn", loss_fn)):
+        if not callable(function):
+            raise TypeError(f"train: {name} must be a function, got {type(function).__name__}.")
+    steps, seed = whole("train", "steps", steps, low=1), whole("train", "seed", seed, low=0, high=2**64 - 1)
+    warmup = None if warmup is None else whole("train", "warmup", warmup, low=0)
+    lr = real("train", "lr", lr, low=0, low_open=True)
+    weight_decay = real("train", "weight_decay", weight_decay, low=0)
+    clip = real("train", "clip", clip, low=0)  # 0: no clipping; below 0, clipping would reverse the gradient
+    progress, log_every = flag("train", "progress", progress), whole("train", "log_every", log_every, low=0)
+    threads = whole("train", "threads", threads, low=1, high=MAX_THREADS)
     with fixed_threads(threads):  # restores the caller's thread count, even after an error
         warmup = max(1, steps // 20) if warmup is None else max(1, warmup)
         generator = torch.Generator().manual_seed(seed)

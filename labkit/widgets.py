@@ -26,6 +26,7 @@ output is (labkit/i18n/output.py): the templates come from the cell that defined
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -65,6 +66,9 @@ def show_in(output: widgets.Output, *objects: Any) -> None:
     """Replace what the Output widget `output` shows by `objects` (figures, text, anything IPython
     can display), written into the widget's state rather than captured from the cell, so the
     cell's own output does not change."""
+    if not isinstance(output, widgets.Output):
+        raise TypeError(f"show_in: the first argument must be an ipywidgets Output to show them in, got "
+                        f"{type(output).__name__}.")
     output.outputs = tuple(_captured_outputs(lambda: display(*objects)))
 
 
@@ -137,6 +141,16 @@ def interact(function: Callable[..., Any], **controls: Any) -> Interactive:
     """Controls for each keyword argument of `function` (ipywidgets controls, or interact's
     shorthand) and, below them, whatever `function(**values)` draws and prints, redrawn whenever a
     control moves. As the last line of a cell, it shows the widget."""
+    if not callable(function):
+        raise TypeError(f"interact: the first argument must be the function that draws, got {type(function).__name__}.")
     if not controls:
         raise ValueError("interact needs at least one control, as in interact(redraw, factor=slider).")
+    try:
+        inspect.signature(function).bind_partial(**controls)
+    except TypeError:
+        raise TypeError(f"interact: {getattr(function, '__name__', 'the function')} takes no argument named "
+                        f"{', '.join(sorted(set(controls) - set(inspect.signature(function).parameters)))}: "
+                        f"name each control after one of its parameters.") from None
+    except ValueError:  # a builtin without a signature: its call will say
+        pass
     return Interactive(function, controls)

@@ -83,7 +83,7 @@ with no values) is the notebook author's, not the learner's: it raises TypeError
 from __future__ import annotations
 
 import copy
-import math
+import numbers
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -178,6 +178,7 @@ def check(
     failure raises ExerciseCheckFailed after printing.
     """
     _check_arguments(name, got, expected, atol, rtol, cases)
+    atol, rtol = float(atol), float(rtol)
     try:
         texts = texts_for(name) if is_key(name) else None
     except CheckTextError as error:  # said where the author called, like every misuse of check()
@@ -224,9 +225,10 @@ def _check_arguments(name, got, expected, atol, rtol, cases) -> None:
         raise TypeError(f"check(name=...) must be a non-empty string naming the exercise (its key, 'NN/slug'), "
                         f"got {describe.short(repr(name))}.")
     for label, tolerance in (("atol", atol), ("rtol", rtol)):
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)):
+        if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real):  # numpy's numbers too
             raise TypeError(f"check({label}=...) must be a number, got {type(tolerance).__name__}.")
-        if not tolerance >= 0 or math.isinf(tolerance):  # `not >=` also catches NaN
+        value = tolerance if isinstance(tolerance, int) else float(tolerance)  # an int compared exactly
+        if not 0 <= value <= sys.float_info.max:  # NaN, inf and ints too large for a float fail it
             raise ValueError(f"check({label}=...) must be a finite number >= 0, got {tolerance}.")
     if cases is None:
         if _is_function(expected):

@@ -339,3 +339,167 @@ def test_flag_takes_true_or_false_only(value):
     except TypeError as error:
         assert str(error).startswith("f: colorbar must be True or False, got ") and len(str(error)) < 300
         assert not isinstance(value, (bool, np.bool_))
+
+
+# ----------------------------------------------- the kit's functions that take a model, a tensor, a number
+
+
+def _tiny():
+    import minimind_ref as mm
+
+    return mm.MiniMindConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                             vocab_size=32, max_position_embeddings=16)
+
+
+def _train(**arguments):
+    from labkit.training import train
+
+    model = torch.nn.Linear(4, 4)
+    return train(model, lambda step, generator: (torch.zeros(2, 4), torch.zeros(2, dtype=torch.long)),
+                 **{"steps": 1, **arguments})
+
+
+def _attention_scores(x=None, layer=None):
+    from labkit.models import attention_scores, random_attention
+
+    torch.manual_seed(0)
+    layer = random_attention(_tiny()) if layer is None else layer
+    cos, sin = torch.ones(3, 8), torch.zeros(3, 8)
+    return attention_scores(layer, torch.randn(1, 3, 16) if x is None else x, cos, sin)
+
+
+def _naive_cache(batch=1, layer=0, k=None, v=None):
+    from labkit.memory import NaiveConcatCache
+
+    cache = NaiveConcatCache(_tiny(), batch)
+    k = torch.zeros(1, 1, 2, 8) if k is None else k
+    return cache.update(layer, k, torch.zeros(1, 1, 2, 8) if v is None else v)
+
+
+def _table(headers=("n", "name"), rows=((1, "a"),), formats=None):
+    from labkit.experiment import print_table
+
+    print_table(headers, rows, formats)
+
+
+HOSTILE_KIT_CALLS = [  # (id, call, exception, what the message must say)
+    ("train clip<0", lambda: _train(clip=-1.0), ValueError, r"train: clip must be a number of at least 0"),
+    ("train clip nan", lambda: _train(clip=math.nan), ValueError, r"train: clip must be a finite number"),
+    ("train steps bool", lambda: _train(steps=True), TypeError, r"train: steps must be a whole number"),
+    ("train steps str", lambda: _train(steps="2"), TypeError, r"train: steps must be a whole number"),
+    ("train steps 2.5", lambda: _train(steps=2.5), TypeError, r"train: steps must be a whole number"),
+    ("train lr str", lambda: _train(lr="1e-3"), TypeError, r"train: lr must be a number"),
+    ("train lr nan", lambda: _train(lr=math.nan), ValueError, r"train: lr must be a finite number"),
+    ("train warmup<0", lambda: _train(warmup=-5), ValueError, r"train: warmup must be a whole number"),
+    ("train warmup 2.5", lambda: _train(warmup=2.5), TypeError, r"train: warmup must be a whole number"),
+    ("train weight_decay<0", lambda: _train(weight_decay=-1), ValueError, r"train: weight_decay"),
+    ("train progress 'no'", lambda: _train(progress="no"), TypeError, r"train: progress must be True or False"),
+    ("train log_every<0", lambda: _train(log_every=-1), ValueError, r"train: log_every"),
+    ("train threads 1.5", lambda: _train(threads=1.5), TypeError, r"train: threads must be a whole number"),
+    ("train threads 10**6", lambda: _train(threads=10**6), ValueError, r"train: threads must be a whole number"),
+    ("train seed str", lambda: _train(seed="a"), TypeError, r"train: seed must be a whole number"),
+    ("train model", lambda: __import__("labkit.training").training.train(3, lambda s, g: None, steps=1),
+     TypeError, r"train: model must be a torch.nn.Module"),
+    ("train batch", lambda: __import__("labkit.training").training.train(torch.nn.Linear(2, 2), 3, steps=1),
+     TypeError, r"train: batch must be a function"),
+    ("fixed_threads 0", lambda: __import__("labkit.training").training.fixed_threads(0).__enter__(),
+     ValueError, r"fixed_threads: threads"),
+    ("fixed_threads '2'", lambda: __import__("labkit.training").training.fixed_threads("2").__enter__(),
+     TypeError, r"fixed_threads: threads"),
+    ("relative_error broadcast", lambda: __import__("labkit").relative_error(torch.ones(3), torch.ones(2, 3)),
+     ValueError, r"relative_error: actual and expected must have one shape"),
+    ("relative_error list", lambda: __import__("labkit").relative_error([1.0], torch.ones(1)),
+     TypeError, r"relative_error: actual must be a torch.Tensor"),
+    ("relative_error meta", lambda: __import__("labkit").relative_error(torch.ones(2, device="meta"), torch.ones(2)),
+     ValueError, r"relative_error: actual must be a dense tensor with values, got a meta"),
+    ("relative_error sparse", lambda: __import__("labkit").relative_error(torch.eye(2).to_sparse(), torch.eye(2)),
+     ValueError, r"got a sparse"),
+    ("relative_error empty", lambda: __import__("labkit").relative_error(torch.ones(0), torch.ones(0)),
+     ValueError, r"got an empty"),
+    ("best_time str", lambda: __import__("labkit.timing").timing.best_time("x"), TypeError,
+     r"best_time: the first argument must be a function"),
+    ("time_call None", lambda: __import__("labkit.timing").timing.time_call(None), TypeError, r"time_call: "),
+    ("best_step_times 3", lambda: __import__("labkit.timing").timing.best_step_times(3), TypeError,
+     r"best_step_times: "),
+    ("random_minimind dict", lambda: __import__("labkit.models").models.random_minimind({}), TypeError,
+     r"random_minimind: config must be a MiniMindConfig"),
+    ("random_minimind seed 2.5", lambda: __import__("labkit.models").models.random_minimind(_tiny(), seed=2.5),
+     TypeError, r"random_minimind: seed must be a whole number"),
+    ("random_minimind seed 2**70", lambda: __import__("labkit.models").models.random_minimind(_tiny(), seed=2**70),
+     ValueError, r"random_minimind: seed must be a whole number"),
+    ("random_minimind std<0", lambda: __import__("labkit.models").models.random_minimind(_tiny(), std=-1),
+     ValueError, r"random_minimind: std"),
+    ("random_attention None", lambda: __import__("labkit.models").models.random_attention(None), TypeError,
+     r"random_attention: config must be a MiniMindConfig"),
+    ("attention_scores model", lambda: _attention_scores(layer=torch.nn.Linear(2, 2)), TypeError,
+     r"attention_scores: layer must be a minimind_ref Attention"),
+    ("attention_scores x width", lambda: _attention_scores(torch.randn(1, 3, 5)), ValueError, r"hidden_size=16"),
+    ("attention_scores x 2-D", lambda: _attention_scores(torch.randn(3, 16)), ValueError, r"must be 3-D"),
+    ("attention_scores float64", lambda: _attention_scores(torch.randn(1, 3, 16, dtype=torch.float64)), TypeError,
+     r"layer's weights are torch.float32"),
+    ("NaiveConcatCache dict", lambda: __import__("labkit.memory").memory.NaiveConcatCache({}, 1), TypeError,
+     r"NaiveConcatCache: config must be a MiniMindConfig"),
+    ("NaiveConcatCache batch 2.0", lambda: _naive_cache(batch=2.0), TypeError, r"NaiveConcatCache: batch_size"),
+    ("NaiveConcatCache layer -1", lambda: _naive_cache(layer=-1), ValueError, r"NaiveConcatCache.update: layer_idx"),
+    ("NaiveConcatCache layer 5", lambda: _naive_cache(layer=5), ValueError, r"NaiveConcatCache.update: layer_idx"),
+    ("NaiveConcatCache head_dim", lambda: _naive_cache(k=torch.zeros(1, 1, 2, 4)), ValueError,
+     r"NaiveConcatCache.update: k must be \[batch=1, kv_heads=1, new tokens, head_dim=8\]"),
+    ("NaiveConcatCache v length", lambda: _naive_cache(v=torch.zeros(1, 1, 3, 8)), ValueError,
+     r"NaiveConcatCache.update: v must be"),
+    ("print_table str headers", lambda: _table(headers="ab"), TypeError, r"print_table: headers must be a list"),
+    ("print_table int rows", lambda: _table(rows=5), TypeError, r"print_table: rows must be a list"),
+    ("print_table str row", lambda: _table(rows=["ab"]), TypeError, r"print_table: .*each a list"),
+    ("print_table format", lambda: _table(formats=(".2f", ".2f")), ValueError,
+     r"print_table: the format '.2f' of column 'name' cannot format 'a'"),
+    ("Chip name", lambda: __import__("labkit.roofline").roofline.Chip(3, 1e12, 1e12, 10, "s"), TypeError,
+     r"Chip: name must be a str"),
+    ("flash_attn_splits 10**400", lambda: __import__("labkit.roofline").roofline.flash_attn_splits(1, 100, 10**400),
+     ValueError, r"flash_attn_splits: key_blocks must be a whole number from 1"),
+    ("decode grid 10**400", lambda: __import__("labkit.roofline").roofline.flash_attn_decode_grid(
+        1, 8, 2, 10**400, 64, 132), ValueError, r"flash_attn_decode_grid: key_len"),
+    ("check rtol 10**400", lambda: check("x", 1.0, 1.0, rtol=10**400), ValueError,
+     r"check\(rtol=...\) must be a finite number >= 0"),
+    ("interact 3", lambda: __import__("labkit.widgets").widgets.interact(3, a=1), TypeError,
+     r"interact: the first argument must be the function"),
+    ("interact unknown", lambda: __import__("labkit.widgets").widgets.interact(lambda factor: None, size=(1, 3)),
+     TypeError, r"interact: <lambda> takes no argument named size"),
+    ("show_in 3", lambda: __import__("labkit.widgets").widgets.show_in(3, "x"), TypeError,
+     r"show_in: the first argument must be an ipywidgets Output"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [case[1:] for case in HOSTILE_KIT_CALLS],
+                         ids=[case[0] for case in HOSTILE_KIT_CALLS])
+def test_a_kit_function_names_a_wrong_argument_where_it_was_called(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_training_with_clip_0_does_not_clip_and_a_positive_clip_still_descends():
+    from labkit.training import train
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    data = torch.randn(8, 4), torch.randint(0, 4, (8,))
+    log = train(model, lambda step, generator: data, steps=20, lr=1e-1, clip=0)
+    assert log.losses[-1] < log.losses[0]
+
+
+def test_relative_error_of_equal_tensors_is_0_and_of_a_nonzero_against_zeros_inf():
+    from labkit import relative_error
+
+    assert relative_error(torch.zeros(3), torch.zeros(3)) == 0.0
+    assert relative_error(torch.ones(3), torch.ones(3)) == 0.0
+    assert relative_error(torch.ones(3), torch.zeros(3)) == math.inf
+    assert relative_error(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 4.0])) == 0.5
+
+
+def test_numpy_numbers_are_taken_as_numbers_and_given_back_as_pythons():
+    from labkit.roofline import Chip, intensity
+    from labkit.timing import best_time
+
+    assert type(intensity(np.float32(1), np.float32(2))) is float and intensity(np.int64(4), np.int64(1)) == 2.0
+    chip = Chip("x", np.float64(1e12), np.float32(2e12), np.int64(10), "s")
+    assert (type(chip.sms), type(chip.bf16_flops_sparse), type(chip.hbm_bytes_per_s)) == (int, float, float)
+    assert best_time(lambda: None, repeats=np.int64(2), warmup=np.int8(0)) >= 0
+    assert check("x", 1.0, 1.0, atol=np.float32(1e-3), rtol=np.float64(0)).passed
