@@ -59,6 +59,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .arguments import flag, real, whole
 from .i18n import ENV, LANGUAGES, language, tr, use_language
 from .syllabus import find_course_root
 
@@ -201,12 +202,14 @@ class Bounded:
     def __init__(self, kind: type, low: float, high: float, low_open: bool = False, high_open: bool = False):
         if kind not in (int, float):
             raise ValueError(f"Bounded: kind must be int or float, got {kind!r}.")
-        if not (math.isfinite(low) and math.isfinite(high)) or low > high \
-                or (low == high and (low_open or high_open)):
-            raise ValueError(f"Bounded: need finite bounds with low <= high, got {low!r} and {high!r}.")
-        if kind is int and (low_open or high_open or int(low) != low or int(high) != high):
-            raise ValueError("Bounded: the bounds of an integer are whole numbers, and included.")
-        self.kind, self.low, self.high = kind, kind(low), kind(high)
+        where, number = ("int_in", whole) if kind is int else ("float_in", real)
+        low, high = number(where, "low", low), number(where, "high", high)  # finite; an int's whole
+        low_open, high_open = flag(where, "low_open", low_open), flag(where, "high_open", high_open)
+        if low > high or (low == high and (low_open or high_open)):
+            raise ValueError(f"{where}: need low <= high (and low < high with an open end), got {low!r} and {high!r}.")
+        if kind is int and (low_open or high_open):
+            raise ValueError(f"{where}: the bounds of an integer are included: pass low + 1 or high - 1 instead.")
+        self.kind, self.low, self.high = kind, low, high
         self.low_open, self.high_open = low_open, high_open
         self.__name__ = repr(self)  # argparse names a type by its __name__
 

@@ -84,6 +84,8 @@ def learner_file(path: str) -> Path:
 
     file = Path(path)
     ask = tr("give the path of the .py file that defines your attention class")
+    if not str(path).strip():  # Path("") is the current folder, which the learner did not mean
+        raise GraderUsageError(tr("the file's path is empty; {ask}.", ask=ask))
     try:
         mode = file.stat().st_mode
     except FileNotFoundError:

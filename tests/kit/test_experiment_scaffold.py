@@ -115,8 +115,13 @@ def test_bounded_types_keep_their_bounds_and_refuse_what_is_outside():
     for bad in ("256,0", "256,,1024", "256;1024", "16385"):
         with pytest.raises(argparse.ArgumentTypeError, match="integers from 1 to 16384, separated by commas"):
             lengths(bad)
-    for wrong in (lambda: int_in(5, 1), lambda: float_in(0, math.inf), lambda: int_in(1.5, 3)):
-        with pytest.raises(ValueError):
+    for wrong in (lambda: int_in(5, 1), lambda: float_in(0, math.inf), lambda: float_in(0, 10**400),
+                  lambda: float_in(1, 1, low_open=True)):
+        with pytest.raises(ValueError, match=r"^(int|float)_in: "):
+            wrong()
+    for wrong in (lambda: int_in(1.5, 3), lambda: int_in(True, 3), lambda: int_in("1", 3),
+                  lambda: float_in(0, 1, low_open="yes")):
+        with pytest.raises(TypeError, match=r"^(int|float)_in: (low|low_open) must be"):
             wrong()
 
 

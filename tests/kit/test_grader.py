@@ -183,6 +183,8 @@ def _not_a_file(tmp_path: Path, kind: str) -> str:
         (tmp_path / "other.py").symlink_to(path)
     elif kind == "link to nothing":
         path.symlink_to(tmp_path / "gone.py")
+    elif kind in ("empty", "blank"):
+        return "" if kind == "empty" else "  "
     elif kind == "through a file":
         (tmp_path / "file").write_text("")
         return str(tmp_path / "file" / "mine.py")
@@ -198,6 +200,8 @@ def _not_a_file(tmp_path: Path, kind: str) -> str:
     ("loop of links", "is a loop of symbolic links"),
     ("link to nothing", "gone.py, which does not exist"),
     ("through a file", "runs through a file as if it were a folder"),
+    ("empty", "the file's path is empty"),  # Path("") is the current folder, which nobody meant
+    ("blank", "the file's path is empty"),
 ])
 def test_a_path_that_is_no_python_file_is_named_before_it_is_opened(tmp_path, capsys, kind, words):
     """A FIFO or /dev/zero would be read for ever: each is refused by what it is, at once, not as
