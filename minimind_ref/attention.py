@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import Door, check_attention_args, check_attention_layer
+from ._checks import Door, check_arguments, check_attention_args, check_attention_layer
 from .config import MiniMindConfig
 from .gqa import repeat_kv
 from .kv_cache import KVCache
@@ -36,8 +36,9 @@ class Attention(nn.Module):
 
     def __init__(self, config: MiniMindConfig, layer_idx: int = 0):
         super().__init__()
+        check_arguments("Attention(config, layer_idx)", config, MiniMindConfig, layer_idx=layer_idx)
         self.config = config
-        self.layer_idx = layer_idx  # which slot of the KV cache is this layer's
+        self.layer_idx = int(layer_idx)  # which slot of the KV cache is this layer's
         self.num_heads = config.num_attention_heads
         self.num_kv_heads = config.num_key_value_heads
         self.n_rep = self.num_heads // self.num_kv_heads  # query heads per KV head
@@ -193,7 +194,7 @@ def fused_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropou
             attn_mask = attn_mask.masked_fill(~causal, -math.inf)
         is_causal = False
     return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p,
+        q, k, v, attn_mask=attn_mask, is_causal=bool(is_causal), dropout_p=dropout_p,
         scale=None if scale is None else _scale(scale, q.shape[-1]), enable_gqa=k.shape[1] != q.shape[1])
 
 

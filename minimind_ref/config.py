@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import ConfigError, check_minimind_config
+from ._checks import ConfigError, check_arguments, check_minimind_config
 from .rope import MINIMIND_YARN
 
 __all__ = ["ConfigError", "MiniMindConfig", "minimind_intermediate_size"]
@@ -34,6 +34,7 @@ def minimind_intermediate_size(hidden_size: int) -> int:
     width to 8/3 x to keep the parameter count, then round up to a multiple of 64. For hidden
     512 this is 1408 (int(512 * 8 / 3) = 1365, rounded up to the next multiple of 64).
     """
+    check_arguments("minimind_intermediate_size", error=ConfigError, hidden_size=hidden_size)
     return 64 * math.ceil(int(hidden_size * 8 / 3) / 64)
 
 
@@ -103,6 +104,7 @@ class MiniMindConfig:
         change any field; derived fields follow the new values unless given.
         """
         hidden = overrides.pop("hidden_size", 768)
+        check_arguments("MiniMindConfig.minimind3", error=ConfigError, hidden_size=hidden)
         return cls(**{"hidden_size": hidden, "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "qk_norm": True,
                       "intermediate_size": math.ceil(hidden * math.pi / 64) * 64, **overrides})
 

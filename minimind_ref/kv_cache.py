@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import CacheError, check_cache_args, check_cache_update, check_layer_index
+from ._checks import CacheError, check_arguments, check_cache_update, check_layer_index
 from .config import MiniMindConfig
 
 DEFAULT_CAPACITY = 256
@@ -29,13 +29,13 @@ class KVCache:
         """An empty cache for `batch_size` sequences of a model with `config`. `capacity`: positions
         to allocate at the first update (default 256; generate passes prompt + new tokens, so it
         never grows); storage is allocated lazily, in the dtype and device of the first keys."""
-        check_cache_args("KVCache", config, MiniMindConfig, batch_size, capacity, DEFAULT_CAPACITY)
+        check_arguments("KVCache", config, MiniMindConfig, CacheError, batch_size=batch_size, capacity=capacity)
         self.num_layers = config.num_hidden_layers
         self.num_kv_heads = config.num_key_value_heads
         self.head_dim = config.head_dim
         self.max_length = config.max_position_embeddings
-        self.batch_size = batch_size
-        self.initial_capacity = min(capacity or DEFAULT_CAPACITY, self.max_length)
+        self.batch_size = int(batch_size)
+        self.initial_capacity = min(int(capacity or DEFAULT_CAPACITY), self.max_length)
         self.keys: list[torch.Tensor | None] = [None] * self.num_layers  # [B, H_kv, capacity, D]
         self.values: list[torch.Tensor | None] = [None] * self.num_layers
         self.lengths = [0] * self.num_layers

@@ -20,7 +20,7 @@ from ._checks import check_attention_mask, check_mask_lengths
 
 def causal_mask(query_len: int, key_len: int, device: torch.device | str | None = None) -> torch.Tensor:
     """[T, S] bool, bottom-right aligned: query i may see key j when j <= i + (S - T)."""
-    check_mask_lengths(query_len, key_len)
+    check_mask_lengths(query_len, key_len, device=device)
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(diagonal=key_len - query_len)
 
 
@@ -53,7 +53,7 @@ def sliding_window_mask(query_len: int, key_len: int, window: int,
     2310.06825), the window counted as transformers counts it (`kv_idx > q_idx - sliding_window`).
     A stack of L such layers still carries information up to L * (window - 1) positions back, one
     hop per layer. With window >= key_len it is the plain causal mask."""
-    check_mask_lengths(query_len, key_len, window, caller="sliding_window_mask", least=1)
+    check_mask_lengths(query_len, key_len, window, caller="sliding_window_mask", least=1, device=device)
     offset = key_len - query_len
     visible = torch.ones(query_len, key_len, dtype=torch.bool, device=device)
     # keep j <= p (the causal part) and drop j <= p - window (older than the window)

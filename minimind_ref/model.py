@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import Door, check_forward, check_generate, check_state_dict
+from ._checks import Door, check_arguments, check_forward, check_generate, check_state_dict
 from .attention import Attention
 from .config import MiniMindConfig
 from .feedforward import FeedForward
@@ -52,6 +52,7 @@ class MiniMindBlock(nn.Module):
 
     def __init__(self, layer_idx: int, config: MiniMindConfig):
         super().__init__()
+        check_arguments("MiniMindBlock(layer_idx, config)", config, MiniMindConfig, layer_idx=layer_idx)
         self.self_attn = Attention(config, layer_idx)
         self.self_attn.door.remove()  # the model's door checks what its layers get
         self.input_layernorm = RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
@@ -73,6 +74,7 @@ class MiniMindModel(nn.Module):
 
     def __init__(self, config: MiniMindConfig):
         super().__init__()
+        check_arguments("MiniMindModel(config)", config, MiniMindConfig)
         self.config = config
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.dropout = config.dropout  # of the embeddings, in training only
@@ -97,7 +99,8 @@ class MiniMindForCausalLM(nn.Module):
 
     def __init__(self, config: MiniMindConfig | None = None):
         super().__init__()
-        self.config = config or MiniMindConfig()
+        self.config = MiniMindConfig() if config is None else config
+        check_arguments("MiniMindForCausalLM(config)", self.config, MiniMindConfig)
         self.model = MiniMindModel(self.config)
         self.lm_head = nn.Linear(self.config.hidden_size, self.config.vocab_size, bias=False)
         self.apply(self._init_weights)

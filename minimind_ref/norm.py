@@ -8,6 +8,8 @@ LayerNorm it neither subtracts the mean nor adds a bias: one statistic, one lear
 import torch
 from torch import nn
 
+from ._checks import check_arguments, check_features
+
 
 class RMSNorm(nn.Module):
     """y = weight * x / sqrt(mean(x^2) + eps), over the last dimension.
@@ -18,10 +20,13 @@ class RMSNorm(nn.Module):
 
     def __init__(self, dim: int, eps: float = 1e-5):
         super().__init__()
-        self.eps = eps
+        check_arguments("RMSNorm(dim, eps)", dim=dim, eps=eps)
+        self.eps, self.dim = float(eps), int(dim)  # dim: the width of x it normalises
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., dim] -> [..., dim]
+        if type(x) is not torch.Tensor or not x.dtype.is_floating_point or x.shape[-1:] != (self.dim,):
+            check_features("RMSNorm", x, self.dim)
         x32 = x.float()
         normed = x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + self.eps)  # x / rms(x)
         return self.weight * normed.type_as(x)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ._checks import check_rope_table, check_rotary_args
+from ._checks import check_features, check_rope_table, check_rotary_args
 
 # MiniMind's YaRN settings (2048 trained positions, stretched 16 times): what `inference_rope_scaling`
 # uses, and where a `rope_scaling` that leaves a key out takes its value.
@@ -85,6 +85,8 @@ def precompute_freqs_cis(dim: int, end: int = 32 * 1024, rope_base: float = 1e6,
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a 90-degree turn of every
     pair (i, i + dim/2)."""
+    if type(x) is not torch.Tensor or x.ndim == 0 or x.shape[-1] % 2:
+        check_features("rotate_half", x)
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 

@@ -34,6 +34,7 @@ def select_next_token(logits: torch.Tensor, temperature: float = 0.0, top_k: int
         probs = torch.softmax(sorted_logits, dim=-1)
         # drop a token when the tokens ranked above it already reach top_p
         drop_sorted = (probs.cumsum(dim=-1) - probs) >= top_p
+        drop_sorted[:, 0] = False  # the most likely token stays, even when top_p rounds to 0 in float32
         logits = logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
     probs = torch.softmax(logits, dim=-1)
     return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)

@@ -54,7 +54,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import nn
 
-from .._checks import BOOL, POSITIVE, ConfigError, check_cache_args, check_fields, integer, number
+from .._checks import BOOL, POSITIVE, ConfigError, check_arguments, check_fields, integer, number
 from ..attention import scaled_dot_product_attention
 from ..kv_cache import DEFAULT_CAPACITY, CacheError
 from ..norm import RMSNorm
@@ -135,10 +135,11 @@ class LatentCache:
     full (as `KVCache` does, module 07). Nothing per head is stored."""
 
     def __init__(self, config: MLAConfig, batch_size: int, capacity: int | None = None):
-        check_cache_args("LatentCache", config, MLAConfig, batch_size, capacity, DEFAULT_CAPACITY)
+        check_arguments("LatentCache(config, batch_size, capacity)", config, MLAConfig, CacheError,
+                        batch_size=batch_size, capacity=capacity)
         self.config = config
-        self.batch_size = batch_size
-        self.initial_capacity = min(capacity or DEFAULT_CAPACITY, config.max_position_embeddings)
+        self.batch_size = int(batch_size)
+        self.initial_capacity = min(int(capacity or DEFAULT_CAPACITY), config.max_position_embeddings)
         self.rows: list[torch.Tensor | None] = [None] * config.num_hidden_layers  # [B, capacity, d_c + d_R]
         self.lengths = [0] * config.num_hidden_layers
 

@@ -212,7 +212,7 @@ def test_numpy_numbers_in_a_config_are_kept_as_pythons_own():
 
 
 @pytest.mark.parametrize("field, value", [
-    ("hidden_size", np.float64(64.0)), ("hidden_size", torch.tensor(64)), ("flash_attn", np.True_),
+    ("hidden_size", np.float64(64.0)), ("hidden_size", torch.tensor(64)), ("flash_attn", np.int64(1)),
     ("dropout", np.nan), ("num_attention_heads", np.int64(0)), ("rope_theta", "1e4")])
 def test_numeric_likes_that_are_not_the_fields_kind_are_named(field, value):
     refused(lambda: mm.MiniMindConfig(**{field: value}), field, error=mm.ConfigError)

@@ -150,3 +150,18 @@ def test_one_name_per_idea():
     for twin in ("_causal_mask", "_combined_mask", "_repeat_kv", "_apply_rotary_pos_emb", "_select_next_token",
                  "_fused_attention"):
         assert not any(twin in _functions(p, public=False) for p in PACKAGE.rglob("*.py")), twin
+
+
+def test_a_model_saved_whole_keeps_its_doors():
+    """torch.save(model) pickles its forward pre-hooks: a door must be picklable, and checks once loaded."""
+    import io
+
+    model, buffer = small_model(), io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    assert torch.equal(loaded(torch.tensor([[1, 2]])).logits, model(torch.tensor([[1, 2]])).logits)
+    with pytest.raises(ValueError, match="input_ids must hold integer token ids"):
+        loaded(torch.tensor([[1.5]]))
+    layer = mm.Attention(model.config)
+    torch.save(layer, io.BytesIO())
