@@ -338,7 +338,9 @@ def test_interact_refuses_no_controls_and_names_a_bad_one():
     with pytest.raises(ValueError, match="at least one control"):
         interact(print)
     with pytest.raises(ValueError, match="cannot make a control from"):
-        interact(print, x=object())
+        interact(lambda x: None, x=object())
+    with pytest.raises(TypeError, match="interact: print takes no argument named x"):
+        interact(print, x=(1, 3))
 
 
 def test_no_notebook_uses_ipywidgets_interact_directly():
