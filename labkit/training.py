@@ -109,8 +109,9 @@ def train(model: nn.Module, batch: BatchFn, *, steps: int, lr: float = 3e-3, see
     `batch(step, generator)` returns `(inputs, targets)`; it draws its randomness from `generator`,
     which is seeded from `seed`, so the same call trains the same weights bit for bit (on the same
     machine and torch version). `progress=True` draws a progress bar on stderr; `log_every=N` prints
-    the loss every N steps. It runs on `threads` CPU threads (see the module docstring), and the
-    caller's thread count is restored afterwards.
+    the loss every N steps. `clip` caps the gradient's norm at each step (0: no cap). It runs on
+    `threads` CPU threads (see the module docstring), and the caller's thread count is restored
+    afterwards.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"train: model must be a torch.nn.Module, got {type(model).__name__}.")

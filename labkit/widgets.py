@@ -146,11 +146,13 @@ def interact(function: Callable[..., Any], **controls: Any) -> Interactive:
     if not controls:
         raise ValueError("interact needs at least one control, as in interact(redraw, factor=slider).")
     try:
-        inspect.signature(function).bind_partial(**controls)
-    except TypeError:
-        raise TypeError(f"interact: {getattr(function, '__name__', 'the function')} takes no argument named "
-                        f"{', '.join(sorted(set(controls) - set(inspect.signature(function).parameters)))}: "
-                        f"name each control after one of its parameters.") from None
-    except ValueError:  # a builtin without a signature: its call will say
-        pass
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: its call will say
+        parameters = None
+    if parameters is not None and not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        unknown = [name for name in controls if name not in parameters or parameters[name].kind is
+                   inspect.Parameter.POSITIONAL_ONLY]
+        if unknown:
+            raise TypeError(f"interact: {getattr(function, '__name__', 'the function')} takes no argument named "
+                            f"{', '.join(unknown)} (by keyword): name each control after one of its parameters.")
     return Interactive(function, controls)
