@@ -255,9 +255,9 @@ class NaiveConcatCache:
 
     def __init__(self, config, batch_size: int, dtype=torch.float32):
         from minimind_ref import MiniMindConfig
+        from minimind_ref._checks import check_arguments
 
-        if not isinstance(config, MiniMindConfig):
-            raise TypeError(f"NaiveConcatCache: config must be a MiniMindConfig, got {type(config).__name__}.")
+        check_arguments("NaiveConcatCache", config, MiniMindConfig)
         batch_size = whole("NaiveConcatCache", "batch_size", batch_size, low=1)
         empty = (batch_size, config.num_key_value_heads, 0, config.head_dim)
         self.keys = [torch.empty(empty, dtype=dtype) for _ in range(config.num_hidden_layers)]

@@ -11,14 +11,14 @@ from __future__ import annotations
 import torch
 
 import minimind_ref as mm
-from minimind_ref._checks import check_attention_layer
+from minimind_ref._checks import check_arguments, check_attention_layer
 
 from .arguments import real, whole
 
 
 def random_minimind(config: mm.MiniMindConfig, seed: int = 0, std: float = 0.1) -> mm.MiniMindForCausalLM:
     """A MiniMind in eval mode whose every parameter is random, reproducibly from `seed`."""
-    _check_config("random_minimind", config)
+    check_arguments("random_minimind", config, mm.MiniMindConfig)
     seed = whole("random_minimind", "seed", seed, low=0, high=2**64 - 1)
     std = real("random_minimind", "std", std, low=0)
     torch.manual_seed(seed)
@@ -39,7 +39,7 @@ def random_attention(config: mm.MiniMindConfig) -> mm.Attention:
     MiniMind's own initialisation is tuned for a deep network; for one layer studied alone, weights
     of variance 1 / fan_in keep the queries, keys and outputs about as large as the input, so the
     attention weights are neither uniform nor one-hot and every effect under study is visible."""
-    _check_config("random_attention", config)
+    check_arguments("random_attention", config, mm.MiniMindConfig)
     layer = mm.Attention(config).eval()
     with torch.no_grad():
         for projection in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
@@ -61,8 +61,3 @@ def attention_scores(layer: mm.Attention, x: torch.Tensor, cos: torch.Tensor, si
     q, k = layer.rotate(q, k, cos, sin)
     return layer.scores(q, layer.share_kv(k))
 
-
-def _check_config(where: str, config: object) -> None:
-    if not isinstance(config, mm.MiniMindConfig):
-        raise TypeError(f"{where}: config must be a MiniMindConfig (for example MiniMindConfig.minimind2_small()), "
-                        f"got {type(config).__name__}.")
